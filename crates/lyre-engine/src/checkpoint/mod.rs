@@ -1,0 +1,9 @@
+//! Reading a checkpoint directory in the Hugging Face layout.
+
+pub mod config;
+pub mod expected;
+mod model_dir;
+pub mod tokenizer;
+pub mod weights;
+
+pub use model_dir::ModelDir;

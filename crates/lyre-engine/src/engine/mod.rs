@@ -1,0 +1,279 @@
+//! The engine: many sessions, one batched GPU pass per frame.
+
+mod probe;
+mod session;
+mod tick;
+mod tick_plan;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub use probe::CodePredictorProbe;
+pub use session::{FinishReason, SessionId};
+pub use tick_plan::PlanLimits;
+
+use crate::checkpoint::ModelDir;
+use crate::error::{EngineError, Result};
+use crate::gpu::GpuContext;
+use crate::model::code_predictor::CodePredictorWeights;
+use crate::model::talker::TalkerWeights;
+use crate::prompt::{prefix_rows, text_rows, PromptRow, PromptSpec, TextMode, VoiceSpec};
+use crate::sampling::SamplingParams;
+use session::Session;
+use tick_plan::{CodecIds, TickPlan};
+
+/// Engine-wide sizes.
+#[derive(Debug, Clone, Copy)]
+pub struct EngineOptions {
+    /// Sessions alive at once (KV-cache slots).
+    pub max_sessions: usize,
+    /// KV-cache positions per session: prompt rows + frames.
+    pub max_positions: usize,
+    /// Talker rows per tick, which bounds one prompt's length.
+    pub max_rows_per_tick: usize,
+    /// Also read back the raw talker and code-predictor logits every tick (tests, debugging).
+    pub capture_logits: bool,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions { max_sessions: 16, max_positions: 4096, max_rows_per_tick: 512, capture_logits: false }
+    }
+}
+
+/// How the text arrives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextInput {
+    Whole(String),
+    /// Pieces follow through [`Engine::append_text`], then [`Engine::end_text`].
+    Streamed,
+}
+
+/// Everything that starts a session.
+#[derive(Debug, Clone)]
+pub struct SessionRequest {
+    pub text: TextInput,
+    pub voice: VoiceSpec,
+    pub language: String,
+    pub instruct: Option<String>,
+    pub mode: TextMode,
+    pub sampling: SamplingParams,
+    /// At most this many frames are emitted.
+    pub max_frames: u32,
+}
+
+/// One 80 ms codec frame: 16 codes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// 0 for the session's first frame.
+    pub index: u32,
+    pub codes: [u16; 16],
+}
+
+/// The raw logits behind one tick's frame (only with `capture_logits`).
+#[derive(Debug, Clone)]
+pub struct FrameLogits {
+    pub talker: Vec<f32>,
+    /// 15 rows, one per code-predictor step.
+    pub code_predictor: Vec<Vec<f32>>,
+}
+
+/// What one step did for one session.
+#[derive(Debug, Clone)]
+pub struct StepOutput {
+    pub id: SessionId,
+    pub frame: Option<Frame>,
+    pub finished: Option<FinishReason>,
+    pub logits: Option<FrameLogits>,
+}
+
+pub struct Engine {
+    gpu: Arc<GpuContext>,
+    model: Arc<ModelDir>,
+    opts: EngineOptions,
+    plan: TickPlan,
+    talker: TalkerWeights,
+    _code_predictor: CodePredictorWeights,
+    talker_probe: Option<probe::TalkerProbe>,
+    sessions: BTreeMap<SessionId, Session>,
+    free_slots: Vec<u32>,
+    next_id: SessionId,
+    role_ids: [u32; 3],
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("model", &self.model.describe())
+            .field("live", &self.sessions.len())
+            .finish()
+    }
+}
+
+impl Engine {
+    pub fn new(gpu: Arc<GpuContext>, model: Arc<ModelDir>, opts: EngineOptions) -> Result<Self> {
+        let cfg = &model.config;
+        let talker = TalkerWeights::load(&gpu, cfg, &model.weights)?;
+        let cp = CodePredictorWeights::load(&gpu, cfg, &model.weights)?;
+        let limits = PlanLimits {
+            max_rows: opts.max_rows_per_tick.max(opts.max_sessions),
+            max_sessions: opts.max_sessions,
+            max_positions: opts.max_positions,
+        };
+        let ids = CodecIds { eos: cfg.talker_config.codec_eos_token_id, min_new_tokens: 2 };
+        let plan = TickPlan::new(&gpu, &talker, &cp, ids, limits)?;
+        let role = model.tokenizer.assistant_text_ids("")?;
+        let role_ids = [role[0], role[1], role[2]];
+        gpu.take_error()?;
+        Ok(Engine {
+            gpu,
+            model,
+            opts,
+            plan,
+            talker,
+            _code_predictor: cp,
+            talker_probe: None,
+            sessions: BTreeMap::new(),
+            free_slots: (0..opts.max_sessions as u32).rev().collect(),
+            next_id: 1,
+            role_ids,
+        })
+    }
+
+    pub fn model(&self) -> &ModelDir {
+        &self.model
+    }
+
+    pub fn gpu(&self) -> &GpuContext {
+        &self.gpu
+    }
+
+    pub fn options(&self) -> &EngineOptions {
+        &self.opts
+    }
+
+    /// Bytes of GPU memory held by the talker's KV cache.
+    pub fn kv_cache_bytes(&self) -> u64 {
+        self.plan.talker_kv.bytes()
+    }
+
+    pub fn live_sessions(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Validates the request, reserves a KV-cache slot and queues the prompt.
+    pub fn start(&mut self, req: SessionRequest) -> Result<SessionId> {
+        req.sampling.validate()?;
+        if req.max_frames == 0 {
+            return Err(EngineError::invalid("max_frames", "must be at least 1"));
+        }
+        let prefix = self.prefix_for(&req)?;
+        let text_ids = match &req.text {
+            TextInput::Whole(text) => Some(self.text_ids(text)?),
+            TextInput::Streamed => None,
+        };
+        let prompt_rows = prefix.len()
+            + match (&text_ids, req.mode) {
+                (Some(ids), TextMode::NonStreaming) => ids.len() + 2,
+                _ => 1,
+            };
+        self.check_prompt_fits(prompt_rows)?;
+        let slot = self.free_slots.pop().ok_or_else(|| {
+            EngineError::Capacity(format!("all {} session slots are in use", self.opts.max_sessions))
+        })?;
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut s = Session::new(id, slot, req.mode, prefix, req.sampling, req.max_frames);
+        match text_ids {
+            Some(ids) => s.set_text(ids),
+            None => s.start_stream(),
+        }
+        self.sessions.insert(id, s);
+        Ok(id)
+    }
+
+    /// The prompt rows of a whole-text request and the text tokens its frames read afterwards
+    /// (after those, every frame reads `tts_pad`).
+    pub fn prompt_for(&self, req: &SessionRequest) -> Result<(Vec<PromptRow>, Vec<u32>)> {
+        let TextInput::Whole(text) = &req.text else {
+            return Err(EngineError::invalid("text", "prompt_for needs the whole text"));
+        };
+        let mut rows = self.prefix_for(req)?;
+        let (text_rows, trailing) = text_rows(&self.model.config, req.mode, &self.text_ids(text)?)?;
+        rows.extend(text_rows);
+        Ok((rows, trailing))
+    }
+
+    fn prefix_for(&self, req: &SessionRequest) -> Result<Vec<PromptRow>> {
+        let instruct_ids = match req.instruct.as_deref() {
+            Some(s) if !s.trim().is_empty() => Some(self.model.tokenizer.instruct_ids(s)?),
+            _ => None,
+        };
+        let spec =
+            PromptSpec { voice: &req.voice, language: &req.language, instruct_ids: instruct_ids.as_deref() };
+        prefix_rows(&self.model.config, &spec, &self.role_ids)
+    }
+
+    /// The ids of `text` inside the assistant turn of the chat template.
+    fn text_ids(&self, text: &str) -> Result<Vec<u32>> {
+        if text.trim().is_empty() {
+            return Err(EngineError::invalid("text", "is empty"));
+        }
+        let ids = self.model.tokenizer.assistant_text_ids(text)?;
+        Ok(ids[3..ids.len() - 5].to_vec())
+    }
+
+    fn check_prompt_fits(&self, rows: usize) -> Result<()> {
+        let limit = self.plan.limits.max_rows.min(self.opts.max_positions.saturating_sub(1));
+        if rows > limit {
+            return Err(EngineError::invalid(
+                "text",
+                format!("the prompt needs {rows} positions, more than the {limit} one tick can take"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// More text for a session started with [`TextInput::Streamed`].
+    pub fn append_text(&mut self, id: SessionId, text: &str) -> Result<()> {
+        let s = self.sessions.get_mut(&id).ok_or(EngineError::UnknownSession(id))?;
+        s.append_text(&self.model.tokenizer, text)?;
+        if let Some(n) = s.prompt_len() {
+            let limit = self.plan.limits.max_rows.min(self.opts.max_positions.saturating_sub(1));
+            if n > limit {
+                return Err(EngineError::invalid(
+                    "text",
+                    format!("the prompt needs {n} positions (limit {limit})"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// No more text will come for this session.
+    pub fn end_text(&mut self, id: SessionId) -> Result<()> {
+        let s = self.sessions.get_mut(&id).ok_or(EngineError::UnknownSession(id))?;
+        s.end_text(&self.model.tokenizer)
+    }
+
+    /// Ends a session now and frees its slot. Unknown ids are ignored.
+    pub fn cancel(&mut self, id: SessionId) -> bool {
+        match self.sessions.remove(&id) {
+            Some(s) => {
+                self.free_slots.push(s.slot);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Advances every session that has input by one frame, in one batched GPU pass.
+    pub fn step(&mut self) -> Result<Vec<StepOutput>> {
+        tick::run(self)
+    }
+
+    /// True when some session could produce a frame now.
+    pub fn has_work(&self) -> bool {
+        self.sessions.values().any(|s| s.is_ready() || s.text_is_empty())
+    }
+}

@@ -1,0 +1,173 @@
+//! One speaking session: its text (whole or still arriving), its prompt, and where it is.
+
+use std::collections::VecDeque;
+
+use crate::checkpoint::config::ModelConfig;
+use crate::checkpoint::tokenizer::TextTokenizer;
+use crate::error::{EngineError, Result};
+use crate::prompt::{text_rows, PromptRow, TextMode};
+use crate::sampling::SamplingParams;
+use crate::text_stream::TextStream;
+
+pub type SessionId = u64;
+
+/// Why a session ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinishReason {
+    /// The talker chose EOS (that frame is not emitted).
+    Eos,
+    /// `max_frames` frames were emitted.
+    MaxFrames,
+    /// The session's KV-cache slot is full.
+    ContextFull,
+    /// Streamed text ended without a single token.
+    EmptyText,
+    Cancelled,
+}
+
+/// What the talker reads next for this session.
+pub(crate) enum NextInput {
+    /// The whole prompt (first tick).
+    Prompt(Vec<PromptRow>),
+    /// One frame step with this text-channel token.
+    Step(u32),
+    /// Nothing yet: waiting for more text.
+    Wait,
+}
+
+pub(crate) struct Session {
+    pub id: SessionId,
+    pub slot: u32,
+    pub sampling: SamplingParams,
+    pub max_frames: u32,
+    mode: TextMode,
+    /// Prompt rows before the text; taken at prefill.
+    prefix: Option<Vec<PromptRow>>,
+    stream: Option<TextStream>,
+    /// Released text tokens not yet placed in the prompt or read by a frame.
+    text: VecDeque<u32>,
+    text_done: bool,
+    eos_read: bool,
+    pub prefilled: bool,
+    /// The next KV-cache position.
+    pub pos: u32,
+    pub frames: u32,
+    /// First-codebook samples drawn so far (the sampler's step counter).
+    pub gen_index: u32,
+}
+
+impl Session {
+    pub fn new(
+        id: SessionId,
+        slot: u32,
+        mode: TextMode,
+        prefix: Vec<PromptRow>,
+        sampling: SamplingParams,
+        max_frames: u32,
+    ) -> Self {
+        Session {
+            id,
+            slot,
+            sampling,
+            max_frames,
+            mode,
+            prefix: Some(prefix),
+            stream: None,
+            text: VecDeque::new(),
+            text_done: false,
+            eos_read: false,
+            prefilled: false,
+            pos: 0,
+            frames: 0,
+            gen_index: 0,
+        }
+    }
+
+    /// The whole text, already tokenized (ids between the template's role and end).
+    pub fn set_text(&mut self, ids: Vec<u32>) {
+        self.text.extend(ids);
+        self.text_done = true;
+    }
+
+    /// Text will arrive in pieces.
+    pub fn start_stream(&mut self) {
+        self.stream = Some(TextStream::new());
+    }
+
+    pub fn append_text(&mut self, tok: &TextTokenizer, piece: &str) -> Result<()> {
+        let stream = self.open_stream()?;
+        let ids = stream.push(tok, piece)?;
+        self.text.extend(ids);
+        Ok(())
+    }
+
+    pub fn end_text(&mut self, tok: &TextTokenizer) -> Result<()> {
+        let stream = self.open_stream()?;
+        let ids = stream.finish(tok)?;
+        self.text.extend(ids);
+        self.text_done = true;
+        Ok(())
+    }
+
+    fn open_stream(&mut self) -> Result<&mut TextStream> {
+        match self.stream.as_mut() {
+            Some(s) if !self.text_done => Ok(s),
+            _ => Err(EngineError::invalid("text", "this session's text has already ended")),
+        }
+    }
+
+    /// True when streamed text ended without producing a token.
+    pub fn text_is_empty(&self) -> bool {
+        self.text_done && !self.prefilled && self.text.is_empty()
+    }
+
+    /// The rows of the whole prompt, if it can be built now, without consuming anything.
+    pub fn prompt_len(&self) -> Option<usize> {
+        let prefix = self.prefix.as_ref()?.len();
+        match self.mode {
+            TextMode::Streaming if !self.text.is_empty() => Some(prefix + 1),
+            TextMode::NonStreaming if self.text_done && !self.text.is_empty() => {
+                Some(prefix + self.text.len() + 2)
+            }
+            _ => None,
+        }
+    }
+
+    /// Takes the next input; [`Session::prompt_len`] must have said the prompt is ready.
+    pub fn next_input(&mut self, cfg: &ModelConfig) -> Result<NextInput> {
+        if !self.prefilled {
+            let Some(_) = self.prompt_len() else { return Ok(NextInput::Wait) };
+            let mut rows = self.prefix.take().unwrap_or_default();
+            let ids: Vec<u32> = match self.mode {
+                TextMode::Streaming => self.text.pop_front().into_iter().collect(),
+                TextMode::NonStreaming => self.text.drain(..).collect(),
+            };
+            let (text, _trailing) = text_rows(cfg, self.mode, &ids)?;
+            rows.extend(text);
+            return Ok(NextInput::Prompt(rows));
+        }
+        Ok(match self.mode {
+            TextMode::NonStreaming => NextInput::Step(cfg.tts_pad_token_id),
+            TextMode::Streaming => match self.text.pop_front() {
+                Some(id) => NextInput::Step(id),
+                None if self.eos_read => NextInput::Step(cfg.tts_pad_token_id),
+                None if self.text_done => {
+                    self.eos_read = true;
+                    NextInput::Step(cfg.tts_eos_token_id)
+                }
+                None => NextInput::Wait,
+            },
+        })
+    }
+
+    /// Whether [`Session::next_input`] would return something other than `Wait`.
+    pub fn is_ready(&self) -> bool {
+        if !self.prefilled {
+            return self.prompt_len().is_some();
+        }
+        match self.mode {
+            TextMode::NonStreaming => true,
+            TextMode::Streaming => !self.text.is_empty() || self.text_done,
+        }
+    }
+}

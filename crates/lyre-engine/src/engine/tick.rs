@@ -1,0 +1,188 @@
+//! One tick: pick the sessions that have input, upload their row and session descriptors,
+//! replay the plan in one compute pass, read back the codes, and turn them into frames.
+
+use super::session::NextInput;
+use super::tick_plan::ROW_DESC_BYTES;
+use super::{Engine, FinishReason, Frame, FrameLogits, StepOutput};
+use crate::error::Result;
+use crate::gpu::{read_buffer, record_all, RowCounts};
+use crate::kernels::combine_input::{EXTRA, FROM_ACC, NONE};
+use crate::prompt::{CodecPart, PromptRow};
+use crate::sampling::SessionDesc;
+
+/// What the tick feeds the talker.
+#[derive(Default)]
+struct TickInput {
+    rows: Vec<[u32; 4]>,
+    extra: Vec<f32>,
+    sessions: Vec<SessionDesc>,
+    /// (session id, rows fed, whether this is its prefill)
+    members: Vec<(u64, u32, bool)>,
+}
+
+pub(super) fn run(engine: &mut Engine) -> Result<Vec<StepOutput>> {
+    let mut outputs = Vec::new();
+    let input = gather(engine, &mut outputs)?;
+    if input.sessions.is_empty() {
+        finish_sessions(engine, &outputs);
+        return Ok(outputs);
+    }
+    let codes = submit(engine, &input)?;
+    let logits =
+        if engine.opts.capture_logits { Some(read_logits(engine, input.sessions.len())?) } else { None };
+    let eos = engine.model.config.talker_config.codec_eos_token_id;
+    for (i, &(id, fed, _)) in input.members.iter().enumerate() {
+        let s = engine.sessions.get_mut(&id).expect("member of this tick");
+        s.prefilled = true;
+        s.pos += fed;
+        s.gen_index += 1;
+        let row = &codes[i * 16..i * 16 + 16];
+        let mut out =
+            StepOutput { id, frame: None, finished: None, logits: logits.as_ref().map(|l| l[i].clone()) };
+        if row[0] == eos {
+            out.finished = Some(FinishReason::Eos);
+        } else {
+            let mut c = [0u16; 16];
+            for (dst, &src) in c.iter_mut().zip(row) {
+                *dst = src as u16;
+            }
+            out.frame = Some(Frame { index: s.frames, codes: c });
+            s.frames += 1;
+            if s.frames >= s.max_frames {
+                out.finished = Some(FinishReason::MaxFrames);
+            } else if s.pos as usize + 1 > engine.opts.max_positions {
+                out.finished = Some(FinishReason::ContextFull);
+            }
+        }
+        outputs.push(out);
+    }
+    finish_sessions(engine, &outputs);
+    Ok(outputs)
+}
+
+/// Chooses this tick's sessions (in id order, within the row budget) and builds their rows.
+fn gather(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<TickInput> {
+    let cfg = &engine.model.config;
+    let max_rows = engine.plan.limits.max_rows;
+    let mut t = TickInput::default();
+    for s in engine.sessions.values_mut() {
+        if s.text_is_empty() {
+            outputs.push(StepOutput {
+                id: s.id,
+                frame: None,
+                finished: Some(FinishReason::EmptyText),
+                logits: None,
+            });
+            continue;
+        }
+        if !s.is_ready() {
+            continue;
+        }
+        let need = if s.prefilled { 1 } else { s.prompt_len().unwrap_or(1) };
+        if t.rows.len() + need > max_rows {
+            continue;
+        }
+        let first_row = t.rows.len() as u32;
+        let prefill = !s.prefilled;
+        match s.next_input(cfg)? {
+            NextInput::Wait => continue,
+            NextInput::Step(text) => t.rows.push([s.slot, s.pos, text, FROM_ACC]),
+            NextInput::Prompt(rows) => {
+                let descs = row_descriptors(s.slot, s.pos, &rows, &mut t.extra);
+                t.rows.extend(descs);
+            }
+        }
+        let fed = t.rows.len() as u32 - first_row;
+        t.sessions.push(SessionDesc::new(s.slot, t.rows.len() as u32 - 1, s.gen_index, &s.sampling));
+        t.members.push((s.id, fed, prefill));
+    }
+    Ok(t)
+}
+
+/// Uploads the tick's descriptors, replays the plan and reads back `[sessions][16]` codes.
+fn submit(engine: &Engine, t: &TickInput) -> Result<Vec<u32>> {
+    let (gpu, plan) = (&engine.gpu, &engine.plan);
+    let counts = RowCounts { talker_rows: t.rows.len() as u32, sessions: t.sessions.len() as u32 };
+    let q = &gpu.queue;
+    q.write_buffer(&plan.counts, 0, bytemuck::cast_slice(&counts.as_array()));
+    q.write_buffer(&plan.row_desc, 0, bytemuck::cast_slice(&t.rows));
+    q.write_buffer(&plan.sessions, 0, bytemuck::cast_slice(&t.sessions));
+    if !t.extra.is_empty() {
+        q.write_buffer(&plan.extra, 0, bytemuck::cast_slice(&t.extra));
+    }
+    let words = plan.history_words;
+    for (desc, &(_, _, prefill)) in t.sessions.iter().zip(&t.members) {
+        if prefill {
+            let zeros = vec![0u32; words];
+            q.write_buffer(
+                &plan.history,
+                (desc.slot as usize * words * 4) as u64,
+                bytemuck::cast_slice(&zeros),
+            );
+        }
+    }
+    debug_assert_eq!(std::mem::size_of::<[u32; 4]>(), ROW_DESC_BYTES);
+    let mut encoder =
+        gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("tick") });
+    {
+        let mut pass = encoder
+            .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("tick"), timestamp_writes: None });
+        record_all(&plan.dispatches, &mut pass, &counts);
+    }
+    let bytes = (t.sessions.len() * 16 * 4) as u64;
+    plan.readback.copy_from(&mut encoder, &plan.codes, bytes);
+    q.submit(Some(encoder.finish()));
+    let raw = plan.readback.read(gpu, bytes)?;
+    Ok(bytemuck::pod_collect_to_vec(&raw))
+}
+
+fn read_logits(engine: &Engine, m: usize) -> Result<Vec<FrameLogits>> {
+    let plan = &engine.plan;
+    let v = engine.model.config.talker_config.vocab_size;
+    let cv = engine.model.config.talker_config.code_predictor_config.vocab_size;
+    let ms = plan.limits.max_sessions;
+    let talker: Vec<f32> = read_buffer(&engine.gpu, &plan.logits)?;
+    let cp: Vec<f32> = read_buffer(&engine.gpu, &plan.cp_logits)?;
+    let groups = cp.len() / (ms * cv);
+    Ok((0..m)
+        .map(|i| FrameLogits {
+            talker: talker[i * v..(i + 1) * v].to_vec(),
+            code_predictor: (0..groups)
+                .map(|g| cp[(g * ms + i) * cv..(g * ms + i + 1) * cv].to_vec())
+                .collect(),
+        })
+        .collect())
+}
+
+fn finish_sessions(engine: &mut Engine, outputs: &[StepOutput]) {
+    for o in outputs {
+        if o.finished.is_some() {
+            engine.cancel(o.id);
+        }
+    }
+}
+
+/// Descriptors of prompt rows at positions `pos0..` in `slot`; speaker vectors are appended to
+/// `extra` and referenced by index.
+pub(super) fn row_descriptors(
+    slot: u32,
+    pos0: u32,
+    rows: &[PromptRow],
+    extra: &mut Vec<f32>,
+) -> Vec<[u32; 4]> {
+    rows.iter()
+        .enumerate()
+        .map(|(k, r)| {
+            let codec = match &r.codec {
+                CodecPart::None => NONE,
+                CodecPart::Id(id) => *id,
+                CodecPart::Vector(v) => {
+                    let index = (extra.len() / v.len().max(1)) as u32;
+                    extra.extend_from_slice(v);
+                    EXTRA | index
+                }
+            };
+            [slot, pos0 + k as u32, r.text.unwrap_or(NONE), codec]
+        })
+        .collect()
+}

@@ -1,0 +1,503 @@
+//! Every GPU buffer a tick touches and the dispatch list that advances all participating
+//! sessions by one frame: text projection, input assembly, talker, first-codebook sampling,
+//! then fifteen code-predictor steps, each sampling one more codebook. Built once; a tick
+//! uploads its row and session descriptors, replays the list in one compute pass and reads
+//! back the `[sessions][16]` codes.
+
+use crate::error::Result;
+use crate::gpu::{Dispatch, GpuContext, Readback, RowCount};
+use crate::kernels::codec_gather::{Accumulate, CodecGather};
+use crate::kernels::combine_input::CombineInput;
+use crate::kernels::copy_rows::{CopyRows, Source};
+use crate::kernels::embed_text::EmbedText;
+use crate::kernels::matmul::{Activation, Matmul, Output};
+use crate::kernels::rms_norm::{RmsNorm, WeightFormat};
+use crate::kernels::sample::{Sample, TalkerProcessors};
+use crate::kernels::{Env, Rows};
+use crate::model::code_predictor::CodePredictorWeights;
+use crate::model::rope::RopeTables;
+use crate::model::talker::TalkerWeights;
+use crate::model::transformer::{KvBuffers, StackBuffers, StackRun};
+
+/// Sizes the plan is built for.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanLimits {
+    /// Talker rows per tick (prompt rows of new sessions + one per continuing session).
+    pub max_rows: usize,
+    /// Sessions alive at once; also the number of KV-cache slots.
+    pub max_sessions: usize,
+    /// Positions per KV-cache slot (prompt + frames).
+    pub max_positions: usize,
+}
+
+/// Special ids the talker's sampler needs.
+#[derive(Debug, Clone, Copy)]
+pub struct CodecIds {
+    pub eos: u32,
+    pub min_new_tokens: u32,
+}
+
+pub struct TickPlan {
+    pub limits: PlanLimits,
+    pub counts: wgpu::Buffer,
+    pub row_desc: wgpu::Buffer,
+    pub sessions: wgpu::Buffer,
+    pub extra: wgpu::Buffer,
+    pub codes: wgpu::Buffer,
+    pub history: wgpu::Buffer,
+    pub history_words: usize,
+    pub acc: wgpu::Buffer,
+    pub talker: StackBuffers,
+    /// Final-normed hidden state of each session's last row, `[session][H]`.
+    pub normed: wgpu::Buffer,
+    pub logits: wgpu::Buffer,
+    /// Code-predictor logits of every step, `[step][session][vocab]`.
+    pub cp_logits: wgpu::Buffer,
+    pub talker_kv: KvBuffers,
+    pub dispatches: Vec<Dispatch>,
+    pub stages: Stages,
+    pub readback: Readback,
+    // Kept alive for the bind groups.
+    _keep: Vec<wgpu::Buffer>,
+    _cp: StackBuffers,
+    _cp_kv: KvBuffers,
+    _ropes: (RopeTables, RopeTables),
+    pub dummy: wgpu::Buffer,
+    pub scratch: wgpu::Buffer,
+}
+
+/// Where each stage of the tick ends in [`TickPlan::dispatches`].
+#[derive(Debug, Clone, Copy)]
+pub struct Stages {
+    /// Text projection and input assembly: `dispatches[..input]`.
+    pub input: usize,
+    /// The talker stack: `dispatches[input..talker]`.
+    pub talker: usize,
+    /// Last rows, final norm, codec head, first-codebook sample: `dispatches[talker..first_code]`.
+    pub first_code: usize,
+}
+
+/// Size in bytes of one row descriptor (`slot, pos, text, codec`).
+pub const ROW_DESC_BYTES: usize = 16;
+/// Positions the code predictor uses per frame (2-token prefill + 14 steps).
+const CP_POSITIONS: usize = 16;
+
+impl TickPlan {
+    pub fn new(
+        ctx: &GpuContext,
+        talker: &TalkerWeights,
+        cp: &CodePredictorWeights,
+        ids: CodecIds,
+        limits: PlanLimits,
+    ) -> Result<Self> {
+        let (rows, ms) = (limits.max_rows, limits.max_sessions);
+        let ts = &talker.shape;
+        let h = ts.hidden;
+        let z = |label: &str, bytes: usize| ctx.storage_zeroed(label, bytes as u64);
+        let counts = z("counts", 16)?;
+        let dummy = z("dummy", 16)?;
+        let scratch = z("scratch", 16)?;
+        let row_desc = z("row_desc", rows * ROW_DESC_BYTES)?;
+        let sessions = z("sessions", ms * std::mem::size_of::<crate::sampling::SessionDesc>())?;
+        let extra = z("extra", rows * h * 4)?;
+        let text_emb = z("text_emb", rows * talker.text_hidden * 4)?;
+        let text_h = z("text_h", rows * talker.text_hidden * 4)?;
+        let tp = z("text_proj", rows * h * 4)?;
+        let last = z("last_hidden", ms * h * 4)?;
+        let normed = z("normed", ms * h * 4)?;
+        let logits = z("logits", ms * talker.codec_vocab * 4)?;
+        let codes = z("codes", ms * 16 * 4)?;
+        let history_words = talker.codec_vocab.div_ceil(32);
+        let history = z("history", ms * history_words * 4)?;
+        let acc = z("frame_acc", ms * h * 4)?;
+        let cps = &cp.shape;
+        let cp_in = match cp.projection {
+            Some(_) => Some(z("cp_in", 2 * ms * cp.talker_hidden * 4)?),
+            None => None,
+        };
+        let cp_bufs = StackBuffers::new(ctx, "cp", cps, 2 * ms)?;
+        let cp_normed = z("cp_normed", ms * cps.hidden * 4)?;
+        let groups = cp.heads.len();
+        let cp_logits = z("cp_logits", groups * ms * cp.vocab * 4)?;
+        let talker_bufs = StackBuffers::new(ctx, "talker", ts, rows)?;
+        let talker_kv = KvBuffers::new(ctx, "talker.kv", ts, ms, limits.max_positions)?;
+        let cp_kv = KvBuffers::new(ctx, "cp.kv", cps, ms, CP_POSITIONS)?;
+        let t_rope = RopeTables::new(
+            ctx,
+            "talker.rope",
+            limits.max_positions,
+            ts.heads.head_dim as usize,
+            ts.rope_theta,
+        )?;
+        let c_rope =
+            RopeTables::new(ctx, "cp.rope", CP_POSITIONS, cps.heads.head_dim as usize, cps.rope_theta)?;
+        let cp_rows = cp_row_descs(ctx, ms, groups)?;
+
+        let env = Env { ctx, counts: &counts, dummy: &dummy, scratch: &scratch };
+        let mut d: Vec<Dispatch> = Vec::new();
+        let th = talker.text_hidden as u32;
+        let (hu, tr) = (h as u32, RowCount::Talker);
+        // 1. Text channel: embedding gather, then the SiLU MLP.
+        d.push(
+            EmbedText {
+                label: "text.embed",
+                chunks: &talker.text_embedding.chunks,
+                rows_per_chunk: talker.text_embedding.rows_per_chunk,
+                vocab: talker.text_vocab as u32,
+                dim: th,
+                row_desc: &row_desc,
+                out: &text_emb,
+                rows: tr,
+            }
+            .build(&env)?,
+        );
+        d.push(
+            linear("text.fc1", &talker.text_fc1, th, th, &text_emb, &text_h, tr, Activation::Silu)
+                .build(&env)?,
+        );
+        d.push(linear("text.fc2", &talker.text_fc2, th, hu, &text_h, &tp, tr, Activation::None).build(&env)?);
+        // 2. Input rows = text part + codec part.
+        d.push(
+            CombineInput {
+                label: "talker.input",
+                dim: hu,
+                codec_vocab: talker.codec_vocab as u32,
+                row_desc: &row_desc,
+                text: &tp,
+                codec_embedding: &talker.codec_embedding,
+                acc: &acc,
+                extra: &extra,
+                out: &talker_bufs.x,
+                rows: tr,
+            }
+            .build(&env),
+        );
+        let input_end = d.len();
+        // 3. The talker stack over every row.
+        d.extend(
+            StackRun {
+                label: "talker",
+                shape: ts,
+                layers: &talker.layers,
+                bufs: &talker_bufs,
+                kv: &talker_kv,
+                rope: &t_rope,
+                row_desc: &row_desc,
+                rows: tr,
+            }
+            .build(&env)?,
+        );
+        let talker_end = d.len();
+        // 4. Each session's last row → final norm → codec head → first code.
+        let sr = RowCount::Sessions;
+        d.push(
+            CopyRows {
+                label: "talker.last_rows",
+                dim: hu,
+                sessions: &sessions,
+                src: &talker_bufs.x,
+                src_stride: hu,
+                source: Source::LastRow,
+                dst: Rows::dense(&last, hu),
+                rows: sr,
+            }
+            .build(&env),
+        );
+        d.push(
+            norm("talker.norm", &talker.norm, hu, ts.eps, Rows::dense(&last, hu), &normed, sr).build(&env),
+        );
+        d.push(
+            Matmul {
+                label: "talker.codec_head",
+                weight: &talker.codec_head,
+                bias: None,
+                k: hu,
+                n: talker.codec_vocab as u32,
+                x: Rows::dense(&normed, hu),
+                y: Rows::dense(&logits, talker.codec_vocab as u32),
+                rows: sr,
+                output: Output::Overwrite,
+                activation: Activation::None,
+            }
+            .build(&env)?,
+        );
+        let v = talker.codec_vocab as u32;
+        d.push(
+            Sample {
+                label: "talker.sample",
+                vocab: v,
+                logits: Rows::dense(&logits, v),
+                code_col: 0,
+                talker: Some(TalkerProcessors {
+                    eos: ids.eos,
+                    suppress_start: v - 1024,
+                    min_new_tokens: ids.min_new_tokens,
+                    history_words: history_words as u32,
+                }),
+                sessions: &sessions,
+                codes: &codes,
+                history: &history,
+            }
+            .build(&env)?,
+        );
+        let first_code_end = d.len();
+        // 5. The code predictor.
+        d.extend(code_predictor_steps(
+            &env,
+            talker,
+            cp,
+            CpBuffers {
+                sessions: &sessions,
+                codes: &codes,
+                acc: &acc,
+                normed: &normed,
+                cp_in: cp_in.as_ref(),
+                bufs: &cp_bufs,
+                kv: &cp_kv,
+                rope: &c_rope,
+                row_descs: &cp_rows,
+                cp_normed: &cp_normed,
+                cp_logits: &cp_logits,
+                max_sessions: ms,
+                history: &history,
+            },
+        )?);
+
+        let readback = Readback::new(ctx, "codes.readback", (ms * 16 * 4) as u64);
+        let mut keep = vec![text_emb, text_h, tp, last, cp_normed];
+        keep.extend(cp_in);
+        keep.extend(cp_rows);
+        Ok(TickPlan {
+            limits,
+            counts,
+            row_desc,
+            sessions,
+            extra,
+            codes,
+            history,
+            history_words,
+            acc,
+            talker: talker_bufs,
+            normed,
+            logits,
+            cp_logits,
+            talker_kv,
+            dispatches: d,
+            stages: Stages { input: input_end, talker: talker_end, first_code: first_code_end },
+            readback,
+            _keep: keep,
+            _cp: cp_bufs,
+            _cp_kv: cp_kv,
+            _ropes: (t_rope, c_rope),
+            dummy,
+            scratch,
+        })
+    }
+
+    pub fn env<'a>(&'a self, ctx: &'a GpuContext) -> Env<'a> {
+        Env { ctx, counts: &self.counts, dummy: &self.dummy, scratch: &self.scratch }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn linear<'a>(
+    label: &'a str,
+    wb: &'a (wgpu::Buffer, wgpu::Buffer),
+    k: u32,
+    n: u32,
+    x: &'a wgpu::Buffer,
+    y: &'a wgpu::Buffer,
+    rows: RowCount,
+    activation: Activation,
+) -> Matmul<'a> {
+    Matmul {
+        label,
+        weight: &wb.0,
+        bias: Some(&wb.1),
+        k,
+        n,
+        x: Rows::dense(x, k),
+        y: Rows::dense(y, n),
+        rows,
+        output: Output::Overwrite,
+        activation,
+    }
+}
+
+fn norm<'a>(
+    label: &'a str,
+    weight: &'a wgpu::Buffer,
+    dim: u32,
+    eps: f32,
+    x: Rows<'a>,
+    y: &'a wgpu::Buffer,
+    rows: RowCount,
+) -> RmsNorm<'a> {
+    RmsNorm { label, weight, format: WeightFormat::Bf16, dim, eps, x, y: Rows::dense(y, dim), rows }
+}
+
+/// Static row descriptors of the code predictor: step 0 has rows (i, pos 0), (i, pos 1) for
+/// session i; step j ≥ 1 has row (i, pos j + 1).
+fn cp_row_descs(ctx: &GpuContext, ms: usize, groups: usize) -> Result<Vec<wgpu::Buffer>> {
+    let mut out = Vec::with_capacity(groups);
+    let step0: Vec<u32> = (0..ms as u32).flat_map(|i| [i, 0, 0, 0, i, 1, 0, 0]).collect();
+    out.push(ctx.storage_from("cp.rows.0", &step0)?);
+    for j in 1..groups as u32 {
+        let rows: Vec<u32> = (0..ms as u32).flat_map(|i| [i, j + 1, 0, 0]).collect();
+        out.push(ctx.storage_from(&format!("cp.rows.{j}"), &rows)?);
+    }
+    Ok(out)
+}
+
+struct CpBuffers<'a> {
+    sessions: &'a wgpu::Buffer,
+    codes: &'a wgpu::Buffer,
+    acc: &'a wgpu::Buffer,
+    normed: &'a wgpu::Buffer,
+    cp_in: Option<&'a wgpu::Buffer>,
+    bufs: &'a StackBuffers,
+    kv: &'a KvBuffers,
+    rope: &'a RopeTables,
+    row_descs: &'a [wgpu::Buffer],
+    cp_normed: &'a wgpu::Buffer,
+    cp_logits: &'a wgpu::Buffer,
+    max_sessions: usize,
+    history: &'a wgpu::Buffer,
+}
+
+/// Fifteen steps: step 0 runs the 2-row prefill `[talker hidden, embed(c0)]`; step j ≥ 1 feeds
+/// `embedding[j-1](c_j)`. Each step ends with `lm_head[j]` and a sample into code column j+1.
+/// Every looked-up embedding is also added to the session's frame accumulator.
+fn code_predictor_steps(
+    env: &Env,
+    talker: &TalkerWeights,
+    cp: &CodePredictorWeights,
+    b: CpBuffers,
+) -> Result<Vec<Dispatch>> {
+    let th = cp.talker_hidden as u32;
+    let cs = &cp.shape;
+    let ch = cs.hidden as u32;
+    let v = cp.vocab as u32;
+    let groups = cp.heads.len();
+    // Where embeddings are written: straight into the stack input, or into `cp_in` when the
+    // projection maps them to the code predictor's width first.
+    let input = b.cp_in.unwrap_or(&b.bufs.x);
+    let mut d = Vec::new();
+    for j in 0..groups {
+        let rows = if j == 0 { RowCount::CpPrefill } else { RowCount::Sessions };
+        let l = |n: &str| format!("cp.{j}.{n}");
+        if j == 0 {
+            d.push(
+                CopyRows {
+                    label: "cp.0.hidden_in",
+                    dim: th,
+                    sessions: b.sessions,
+                    src: b.normed,
+                    src_stride: th,
+                    source: Source::Affine { first: 0, step: 1 },
+                    dst: Rows::strided(input, th, 0, 2),
+                    rows: RowCount::Sessions,
+                }
+                .build(env),
+            );
+        }
+        let (table, dst) = if j == 0 {
+            (&talker.codec_embedding, Rows::strided(input, th, 1, 2))
+        } else {
+            (&cp.embeddings[j - 1], Rows::dense(input, th))
+        };
+        d.push(
+            CodecGather {
+                label: &l("embed"),
+                dim: th,
+                code_col: j as u32,
+                table,
+                sessions: b.sessions,
+                codes: b.codes,
+                dst: Some(dst),
+                acc: b.acc,
+                accumulate: if j == 0 { Accumulate::Set } else { Accumulate::Add },
+            }
+            .build(env),
+        );
+        if let (Some((w, bias)), Some(cp_in)) = (&cp.projection, b.cp_in) {
+            d.push(
+                Matmul {
+                    label: &l("projection"),
+                    weight: w,
+                    bias: Some(bias),
+                    k: th,
+                    n: ch,
+                    x: Rows::dense(cp_in, th),
+                    y: Rows::dense(&b.bufs.x, ch),
+                    rows,
+                    output: Output::Overwrite,
+                    activation: Activation::None,
+                }
+                .build(env)?,
+            );
+        }
+        d.extend(
+            StackRun {
+                label: &l("stack"),
+                shape: cs,
+                layers: &cp.layers,
+                bufs: b.bufs,
+                kv: b.kv,
+                rope: b.rope,
+                row_desc: &b.row_descs[j],
+                rows,
+            }
+            .build(env)?,
+        );
+        // The last position of each session: row 2i+1 at step 0, row i afterwards.
+        let last = if j == 0 { Rows::strided(&b.bufs.x, ch, 1, 2) } else { Rows::dense(&b.bufs.x, ch) };
+        d.push(norm(&l("norm"), &cp.norm, ch, cs.eps, last, b.cp_normed, RowCount::Sessions).build(env));
+        let logits =
+            Rows { buffer: b.cp_logits, stride: v, offset: (j * b.max_sessions) as u32 * v, row_step: 1 };
+        d.push(
+            Matmul {
+                label: &l("head"),
+                weight: &cp.heads[j],
+                bias: None,
+                k: ch,
+                n: v,
+                x: Rows::dense(b.cp_normed, ch),
+                y: logits,
+                rows: RowCount::Sessions,
+                output: Output::Overwrite,
+                activation: Activation::None,
+            }
+            .build(env)?,
+        );
+        d.push(
+            Sample {
+                label: &l("sample"),
+                vocab: v,
+                logits,
+                code_col: j as u32 + 1,
+                talker: None,
+                sessions: b.sessions,
+                codes: b.codes,
+                history: b.history,
+            }
+            .build(env)?,
+        );
+    }
+    // The last code is never fed back, but it belongs to the frame embedding.
+    d.push(
+        CodecGather {
+            label: "cp.last_embed",
+            dim: th,
+            code_col: groups as u32,
+            table: &cp.embeddings[groups - 1],
+            sessions: b.sessions,
+            codes: b.codes,
+            dst: None,
+            acc: b.acc,
+            accumulate: Accumulate::Add,
+        }
+        .build(env),
+    );
+    Ok(d)
+}

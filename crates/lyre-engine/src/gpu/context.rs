@@ -1,0 +1,146 @@
+//! Adapter selection and the wgpu device shared by every model.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::error::{EngineError, Result};
+
+/// How to pick the adapter.
+#[derive(Debug, Clone)]
+pub struct GpuOptions {
+    /// Backends to consider. Defaults to Vulkan, Metal and DX12 (never GL).
+    pub backends: wgpu::Backends,
+    /// Choose the first adapter whose name contains this (case-insensitive).
+    pub adapter_name: Option<String>,
+}
+
+impl Default for GpuOptions {
+    fn default() -> Self {
+        GpuOptions { backends: wgpu::Backends::PRIMARY, adapter_name: None }
+    }
+}
+
+impl GpuOptions {
+    /// Defaults, overridden by `LYRE_ADAPTER` (adapter name substring) when set.
+    pub fn from_env() -> Self {
+        GpuOptions {
+            adapter_name: std::env::var("LYRE_ADAPTER").ok().filter(|s| !s.is_empty()),
+            ..Self::default()
+        }
+    }
+}
+
+/// The device, its queue, and what the adapter offers.
+pub struct GpuContext {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+    pub limits: wgpu::Limits,
+    pub features: wgpu::Features,
+    pub(super) pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
+    /// The first validation or out-of-memory error wgpu reported since the last check.
+    errors: Arc<Mutex<Option<String>>>,
+}
+
+impl std::fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuContext").field("adapter", &self.info.name).finish()
+    }
+}
+
+fn rank(t: wgpu::DeviceType) -> u8 {
+    match t {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Cpu => 3,
+        wgpu::DeviceType::Other => 4,
+    }
+}
+
+impl GpuContext {
+    pub fn new(opts: &GpuOptions) -> Result<Self> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+            backends: opts.backends,
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
+        });
+        let mut adapters = pollster::block_on(instance.enumerate_adapters(opts.backends));
+        let found: Vec<String> =
+            adapters.iter().map(|a| format!("{} ({:?})", a.get_info().name, a.get_info().backend)).collect();
+        if let Some(want) = &opts.adapter_name {
+            let want = want.to_lowercase();
+            adapters.retain(|a| a.get_info().name.to_lowercase().contains(&want));
+        }
+        adapters.sort_by_key(|a| rank(a.get_info().device_type));
+        let adapter = adapters.into_iter().next().ok_or_else(|| {
+            EngineError::NoAdapter(format!(
+                "backends {:?}, name filter {:?}, adapters seen: [{}]; on Linux install a Vulkan \
+                 driver (e.g. `apt-get install mesa-vulkan-drivers libvulkan1`)",
+                opts.backends,
+                opts.adapter_name,
+                found.join(", ")
+            ))
+        })?;
+        let info = adapter.get_info();
+        let limits = adapter.limits();
+        let wanted = wgpu::Features::SHADER_F16
+            | wgpu::Features::SUBGROUP
+            | wgpu::Features::TIMESTAMP_QUERY
+            | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
+            | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
+        let features = adapter.features() & wanted;
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("lyre"),
+            required_features: features,
+            required_limits: limits.clone(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        }))
+        .map_err(|e| EngineError::Gpu(format!("request_device on {}: {e}", info.name)))?;
+        let errors = Arc::new(Mutex::new(None::<String>));
+        let sink = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e| {
+            tracing::error!(error = %e, "wgpu error");
+            let mut slot = sink.lock().unwrap_or_else(|p| p.into_inner());
+            slot.get_or_insert_with(|| e.to_string());
+        }));
+        tracing::info!(adapter = %info.name, backend = ?info.backend, kind = ?info.device_type, "GPU ready");
+        Ok(GpuContext {
+            device,
+            queue,
+            info,
+            limits,
+            features,
+            pipelines: Mutex::new(HashMap::new()),
+            errors,
+        })
+    }
+
+    /// True when the adapter is a software rasteriser (lavapipe, WARP, SwiftShader).
+    pub fn is_cpu(&self) -> bool {
+        self.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    /// Returns (and clears) the first wgpu error reported since the last call.
+    pub fn take_error(&self) -> Result<()> {
+        let mut slot = self.errors.lock().unwrap_or_else(|p| p.into_inner());
+        match slot.take() {
+            Some(e) => Err(EngineError::Gpu(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Blocks until all submitted work is done.
+    pub fn wait(&self) -> Result<()> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| EngineError::Gpu(format!("poll: {e}")))?;
+        self.take_error()
+    }
+
+    /// Largest storage binding, which caps every single buffer a kernel sees.
+    pub fn max_binding(&self) -> u64 {
+        self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size)
+    }
+}

@@ -1,0 +1,12 @@
+//! The only modules that talk to wgpu directly: the device, buffers, pipelines and the
+//! recorded dispatch lists ("plans") that the models replay every tick.
+
+mod buffer;
+mod context;
+mod pipeline;
+mod plan;
+
+pub use buffer::{read_buffer, Readback};
+pub use context::{GpuContext, GpuOptions};
+pub use pipeline::KernelSource;
+pub use plan::{record_all, run_now, Dispatch, Extent, Grid, RowCount, RowCounts};

@@ -1,0 +1,140 @@
+//! A dispatch recorded once (pipeline + bind group) and replayed every tick with a grid that
+//! depends on how many rows and sessions the tick carries.
+
+use std::sync::Arc;
+
+/// The row counts of one tick, which size the grids.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RowCounts {
+    /// Talker input rows (prompt rows of new sessions plus one row per continuing session).
+    pub talker_rows: u32,
+    /// Sessions that produce a frame this tick.
+    pub sessions: u32,
+}
+
+impl RowCounts {
+    /// As uploaded to the GPU `counts` buffer: [talker rows, sessions, 2 × sessions, 0].
+    pub fn as_array(&self) -> [u32; 4] {
+        [self.talker_rows, self.sessions, 2 * self.sessions, 0]
+    }
+}
+
+/// Which count a grid dimension follows. Its discriminant is the index into the GPU `counts`
+/// buffer, which kernels read to mask their last tile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowCount {
+    Talker = 0,
+    Sessions = 1,
+    /// The code predictor's first step: two rows per session.
+    CpPrefill = 2,
+}
+
+impl RowCount {
+    pub fn resolve(self, c: &RowCounts) -> u32 {
+        match self {
+            RowCount::Talker => c.talker_rows,
+            RowCount::Sessions => c.sessions,
+            RowCount::CpPrefill => 2 * c.sessions,
+        }
+    }
+
+    pub fn index(self) -> u32 {
+        self as u32
+    }
+}
+
+/// One grid dimension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extent {
+    Fixed(u32),
+    /// `ceil(count / per_group)` workgroups.
+    Rows {
+        count: RowCount,
+        per_group: u32,
+    },
+}
+
+impl Extent {
+    pub fn rows(count: RowCount) -> Self {
+        Extent::Rows { count, per_group: 1 }
+    }
+
+    fn resolve(self, c: &RowCounts) -> u32 {
+        match self {
+            Extent::Fixed(n) => n,
+            Extent::Rows { count, per_group } => count.resolve(c).div_ceil(per_group),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grid {
+    pub x: Extent,
+    pub y: Extent,
+    pub z: Extent,
+}
+
+impl Grid {
+    pub fn new(x: Extent, y: Extent) -> Self {
+        Grid { x, y, z: Extent::Fixed(1) }
+    }
+
+    pub fn resolve(&self, c: &RowCounts) -> [u32; 3] {
+        [self.x.resolve(c), self.y.resolve(c), self.z.resolve(c)]
+    }
+}
+
+/// A pipeline, its bound resources and its grid.
+pub struct Dispatch {
+    pub label: String,
+    pub pipeline: Arc<wgpu::ComputePipeline>,
+    pub bind_group: wgpu::BindGroup,
+    pub grid: Grid,
+}
+
+impl std::fmt::Debug for Dispatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatch").field("label", &self.label).field("grid", &self.grid).finish()
+    }
+}
+
+impl Dispatch {
+    /// Records this dispatch into `pass`; a grid with a zero dimension records nothing.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, counts: &RowCounts) {
+        let [x, y, z] = self.grid.resolve(counts);
+        if x == 0 || y == 0 || z == 0 {
+            return;
+        }
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        pass.dispatch_workgroups(x, y, z);
+    }
+}
+
+/// Records a list of dispatches in order.
+pub fn record_all(dispatches: &[Dispatch], pass: &mut wgpu::ComputePass<'_>, counts: &RowCounts) {
+    for d in dispatches {
+        d.record(pass, counts);
+    }
+}
+
+/// Writes `counts` into `counts_buffer`, records `dispatches` into one compute pass, submits
+/// and waits. For tests, tools and one-off work; the engine's tick records its own pass.
+pub fn run_now(
+    ctx: &super::GpuContext,
+    counts_buffer: &wgpu::Buffer,
+    counts: &RowCounts,
+    dispatches: &[Dispatch],
+) -> crate::error::Result<()> {
+    ctx.queue.write_buffer(counts_buffer, 0, bytemuck::cast_slice(&counts.as_array()));
+    let mut encoder = ctx.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("run_now"),
+            timestamp_writes: None,
+        });
+        record_all(dispatches, &mut pass, counts);
+    }
+    ctx.queue.submit(Some(encoder.finish()));
+    ctx.wait()
+}

@@ -1,0 +1,63 @@
+//! Causal (optionally sliding-window) attention of each row against its KV-cache slot.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::qk_norm_rope::{Heads, KvCache};
+use super::Env;
+use crate::gpu::{Dispatch, Extent, Grid, KernelSource, RowCount};
+
+pub const SOURCE: KernelSource = KernelSource { name: "attention", wgsl: include_str!("attention.wgsl") };
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+struct Params {
+    n_heads: u32,
+    n_kv_heads: u32,
+    head_dim: u32,
+    max_pos: u32,
+    window: u32,
+    q_stride: u32,
+    out_stride: u32,
+    scale: f32,
+}
+
+pub struct Attention<'a> {
+    pub label: &'a str,
+    pub heads: Heads,
+    /// 0 for full causal attention.
+    pub window: u32,
+    pub row_desc: &'a wgpu::Buffer,
+    pub q: &'a wgpu::Buffer,
+    pub cache: KvCache<'a>,
+    pub out: &'a wgpu::Buffer,
+    pub rows: RowCount,
+}
+
+impl Attention<'_> {
+    pub fn build(&self, env: &Env) -> Dispatch {
+        let h = self.heads;
+        let params = Params {
+            n_heads: h.n_heads,
+            n_kv_heads: h.n_kv_heads,
+            head_dim: h.head_dim,
+            max_pos: self.cache.max_pos,
+            window: self.window,
+            q_stride: h.q_width(),
+            out_stride: h.q_width(),
+            scale: (h.head_dim as f64).powf(-0.5) as f32,
+        };
+        let pipeline = env.ctx.pipeline(SOURCE, &[]);
+        let uniform = env.ctx.uniform(self.label, &params);
+        let bind_group = env.ctx.bind_group(
+            self.label,
+            &pipeline,
+            &[&uniform, self.row_desc, self.q, self.cache.k, self.cache.v, self.out],
+        );
+        Dispatch {
+            label: self.label.to_string(),
+            pipeline,
+            bind_group,
+            grid: Grid::new(Extent::Fixed(h.n_heads), Extent::rows(self.rows)),
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! One launcher module per WGSL kernel. A launcher owns the kernel's parameter struct (the
+//! mirror of the WGSL `Params`) and builds a [`Dispatch`](crate::gpu::Dispatch) from buffers.
+
+pub mod attention;
+pub mod codec_gather;
+pub mod combine_input;
+pub mod copy_rows;
+pub mod embed_text;
+pub mod matmul;
+pub mod qk_norm_rope;
+pub mod rms_norm;
+pub mod sample;
+pub mod swiglu;
+
+/// A run of rows inside a buffer of f32 values: row `i` starts at element
+/// `offset + i * row_step * stride`.
+#[derive(Debug, Clone, Copy)]
+pub struct Rows<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub stride: u32,
+    pub offset: u32,
+    pub row_step: u32,
+}
+
+impl<'a> Rows<'a> {
+    /// Dense rows of `stride` elements starting at element 0.
+    pub fn dense(buffer: &'a wgpu::Buffer, stride: u32) -> Self {
+        Rows { buffer, stride, offset: 0, row_step: 1 }
+    }
+
+    /// Every `step`-th row starting at row `first`.
+    pub fn strided(buffer: &'a wgpu::Buffer, stride: u32, first: u32, step: u32) -> Self {
+        Rows { buffer, stride, offset: first * stride, row_step: step }
+    }
+}
+
+pub(crate) fn groups(n: u32, per: u32) -> u32 {
+    n.div_ceil(per)
+}
+
+/// What every launcher needs besides its own buffers.
+#[derive(Clone, Copy)]
+pub struct Env<'a> {
+    pub ctx: &'a crate::gpu::GpuContext,
+    /// The tick's row counts (`RowCounts::as_array`), read by kernels to mask their last tile.
+    pub counts: &'a wgpu::Buffer,
+    /// A small buffer bound where a kernel's optional input is absent.
+    pub dummy: &'a wgpu::Buffer,
+    /// A small writable buffer bound where a kernel's optional output is absent.
+    pub scratch: &'a wgpu::Buffer,
+}

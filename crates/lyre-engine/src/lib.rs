@@ -1,0 +1,21 @@
+//! Lyre's engine: Qwen3-TTS 12 Hz inference on wgpu.
+//!
+//! A synchronous library. [`checkpoint::ModelDir`] opens and validates a checkpoint directory,
+//! [`gpu::GpuContext`] owns the wgpu device, and [`Engine`] runs many speaking sessions
+//! together, one 80 ms codec frame per session per [`Engine::step`].
+
+pub mod checkpoint;
+pub mod engine;
+pub mod error;
+pub mod text_stream;
+
+pub use error::{EngineError, Result};
+pub mod gpu;
+pub mod kernels;
+pub mod model;
+pub mod prompt;
+pub mod sampling;
+
+pub use engine::{
+    Engine, EngineOptions, FinishReason, Frame, FrameLogits, SessionId, SessionRequest, StepOutput, TextInput,
+};

@@ -1,0 +1,296 @@
+//! A stack of pre-norm Qwen3 decoder layers (q/k RMSNorm, GQA, RoPE, SwiGLU) with bf16
+//! weights, recorded as dispatches over the tick's rows. The talker and the code predictor are
+//! both such stacks; they differ only in sizes, weights and which rows they run over.
+
+use super::rope::RopeTables;
+use super::upload;
+use crate::checkpoint::weights::WeightFile;
+use crate::error::Result;
+use crate::gpu::{Dispatch, GpuContext, RowCount};
+use crate::kernels::attention::Attention;
+use crate::kernels::matmul::{Activation, Matmul, Output};
+use crate::kernels::qk_norm_rope::{Heads, KvCache, QkNormRope};
+use crate::kernels::rms_norm::{RmsNorm, WeightFormat};
+use crate::kernels::swiglu::SwiGlu;
+use crate::kernels::{Env, Rows};
+
+/// The sizes of one stack.
+#[derive(Debug, Clone, Copy)]
+pub struct StackShape {
+    pub hidden: usize,
+    pub inter: usize,
+    pub layers: usize,
+    pub heads: Heads,
+    pub eps: f32,
+    pub rope_theta: f64,
+}
+
+impl StackShape {
+    fn q(&self) -> usize {
+        self.heads.q_width() as usize
+    }
+    fn kv(&self) -> usize {
+        self.heads.kv_width() as usize
+    }
+}
+
+/// One layer's weights: q|k|v and gate|up are stacked so each is one matmul.
+pub struct LayerWeights {
+    pub input_norm: wgpu::Buffer,
+    pub qkv: wgpu::Buffer,
+    pub q_norm: wgpu::Buffer,
+    pub k_norm: wgpu::Buffer,
+    pub o: wgpu::Buffer,
+    pub post_norm: wgpu::Buffer,
+    pub gate_up: wgpu::Buffer,
+    pub down: wgpu::Buffer,
+}
+
+/// Loads `{prefix}layers.{i}.*` for every layer.
+pub fn load_layers(
+    ctx: &GpuContext,
+    file: &WeightFile,
+    prefix: &str,
+    s: &StackShape,
+) -> Result<Vec<LayerWeights>> {
+    let (h, i, hd) = (s.hidden, s.inter, s.heads.head_dim as usize);
+    (0..s.layers)
+        .map(|l| {
+            let p = format!("{prefix}layers.{l}.");
+            let name = |n: &str| format!("{p}{n}");
+            Ok(LayerWeights {
+                input_norm: upload::bf16(ctx, file, &name("input_layernorm.weight"), &[h])?,
+                qkv: upload::bf16_rows(
+                    ctx,
+                    file,
+                    &name("self_attn.qkv"),
+                    &[
+                        (name("self_attn.q_proj.weight"), vec![s.q(), h]),
+                        (name("self_attn.k_proj.weight"), vec![s.kv(), h]),
+                        (name("self_attn.v_proj.weight"), vec![s.kv(), h]),
+                    ],
+                )?,
+                q_norm: upload::bf16(ctx, file, &name("self_attn.q_norm.weight"), &[hd])?,
+                k_norm: upload::bf16(ctx, file, &name("self_attn.k_norm.weight"), &[hd])?,
+                o: upload::bf16(ctx, file, &name("self_attn.o_proj.weight"), &[h, s.q()])?,
+                post_norm: upload::bf16(ctx, file, &name("post_attention_layernorm.weight"), &[h])?,
+                gate_up: upload::bf16_rows(
+                    ctx,
+                    file,
+                    &name("mlp.gate_up"),
+                    &[(name("mlp.gate_proj.weight"), vec![i, h]), (name("mlp.up_proj.weight"), vec![i, h])],
+                )?,
+                down: upload::bf16(ctx, file, &name("mlp.down_proj.weight"), &[h, i])?,
+            })
+        })
+        .collect()
+}
+
+/// Activation buffers for up to `max_rows` rows. `x` carries the residual stream in and out.
+pub struct StackBuffers {
+    pub x: wgpu::Buffer,
+    pub h: wgpu::Buffer,
+    pub qkv: wgpu::Buffer,
+    pub q: wgpu::Buffer,
+    pub attn: wgpu::Buffer,
+    pub gate_up: wgpu::Buffer,
+    pub act: wgpu::Buffer,
+}
+
+impl StackBuffers {
+    pub fn new(ctx: &GpuContext, label: &str, s: &StackShape, max_rows: usize) -> Result<Self> {
+        let f = |n: &str, width: usize| {
+            ctx.storage_zeroed(&format!("{label}.{n}"), (max_rows * width * 4) as u64)
+        };
+        Ok(StackBuffers {
+            x: f("x", s.hidden)?,
+            h: f("h", s.hidden)?,
+            qkv: f("qkv", s.heads.qkv_width() as usize)?,
+            q: f("q", s.q())?,
+            attn: f("attn", s.q())?,
+            gate_up: f("gate_up", 2 * s.inter)?,
+            act: f("act", s.inter)?,
+        })
+    }
+}
+
+/// Per-layer K and V caches, `[slot][kv_head][max_pos][head_dim]` f32 each.
+pub struct KvBuffers {
+    pub k: Vec<wgpu::Buffer>,
+    pub v: Vec<wgpu::Buffer>,
+    pub max_pos: u32,
+}
+
+impl KvBuffers {
+    pub fn new(ctx: &GpuContext, label: &str, s: &StackShape, slots: usize, max_pos: usize) -> Result<Self> {
+        let size = (slots * s.kv() * max_pos * 4) as u64;
+        let mk = |kind: &str| {
+            (0..s.layers)
+                .map(|l| ctx.storage_zeroed(&format!("{label}.{kind}{l}"), size))
+                .collect::<Result<Vec<_>>>()
+        };
+        Ok(KvBuffers { k: mk("k")?, v: mk("v")?, max_pos: max_pos as u32 })
+    }
+
+    pub fn layer(&self, l: usize) -> KvCache<'_> {
+        KvCache { k: &self.k[l], v: &self.v[l], max_pos: self.max_pos }
+    }
+
+    /// Bytes held on the GPU.
+    pub fn bytes(&self) -> u64 {
+        self.k.iter().chain(&self.v).map(|b| b.size()).sum()
+    }
+}
+
+/// What a stack runs over in one recording.
+pub struct StackRun<'a> {
+    pub label: &'a str,
+    pub shape: &'a StackShape,
+    pub layers: &'a [LayerWeights],
+    pub bufs: &'a StackBuffers,
+    pub kv: &'a KvBuffers,
+    pub rope: &'a RopeTables,
+    pub row_desc: &'a wgpu::Buffer,
+    pub rows: RowCount,
+}
+
+impl StackRun<'_> {
+    /// Records every layer; afterwards `bufs.x` holds the residual stream (before the final norm).
+    pub fn build(&self, env: &Env) -> Result<Vec<Dispatch>> {
+        let s = self.shape;
+        let b = self.bufs;
+        let (h, i) = (s.hidden as u32, s.inter as u32);
+        let dense = |buf, w| Rows::dense(buf, w);
+        let mut out = Vec::with_capacity(s.layers * 8);
+        for (l, w) in self.layers.iter().enumerate() {
+            let label = |n: &str| format!("{}.{l}.{n}", self.label);
+            out.push(
+                RmsNorm {
+                    label: &label("input_norm"),
+                    weight: &w.input_norm,
+                    format: WeightFormat::Bf16,
+                    dim: h,
+                    eps: s.eps,
+                    x: dense(&b.x, h),
+                    y: dense(&b.h, h),
+                    rows: self.rows,
+                }
+                .build(env),
+            );
+            out.push(
+                Matmul {
+                    label: &label("qkv"),
+                    weight: &w.qkv,
+                    bias: None,
+                    k: h,
+                    n: s.heads.qkv_width(),
+                    x: dense(&b.h, h),
+                    y: dense(&b.qkv, s.heads.qkv_width()),
+                    rows: self.rows,
+                    output: Output::Overwrite,
+                    activation: Activation::None,
+                }
+                .build(env)?,
+            );
+            let cache = self.kv.layer(l);
+            out.push(
+                QkNormRope {
+                    label: &label("rope"),
+                    heads: s.heads,
+                    norms: Some((&w.q_norm, &w.k_norm)),
+                    eps: s.eps,
+                    rope_cos: &self.rope.cos,
+                    rope_sin: &self.rope.sin,
+                    row_desc: self.row_desc,
+                    qkv: &b.qkv,
+                    q_out: &b.q,
+                    cache,
+                    rows: self.rows,
+                }
+                .build(env),
+            );
+            out.push(
+                Attention {
+                    label: &label("attention"),
+                    heads: s.heads,
+                    window: 0,
+                    row_desc: self.row_desc,
+                    q: &b.q,
+                    cache,
+                    out: &b.attn,
+                    rows: self.rows,
+                }
+                .build(env),
+            );
+            out.push(
+                Matmul {
+                    label: &label("o"),
+                    weight: &w.o,
+                    bias: None,
+                    k: s.heads.q_width(),
+                    n: h,
+                    x: dense(&b.attn, s.heads.q_width()),
+                    y: dense(&b.x, h),
+                    rows: self.rows,
+                    output: Output::Accumulate,
+                    activation: Activation::None,
+                }
+                .build(env)?,
+            );
+            out.push(
+                RmsNorm {
+                    label: &label("post_norm"),
+                    weight: &w.post_norm,
+                    format: WeightFormat::Bf16,
+                    dim: h,
+                    eps: s.eps,
+                    x: dense(&b.x, h),
+                    y: dense(&b.h, h),
+                    rows: self.rows,
+                }
+                .build(env),
+            );
+            out.push(
+                Matmul {
+                    label: &label("gate_up"),
+                    weight: &w.gate_up,
+                    bias: None,
+                    k: h,
+                    n: 2 * i,
+                    x: dense(&b.h, h),
+                    y: dense(&b.gate_up, 2 * i),
+                    rows: self.rows,
+                    output: Output::Overwrite,
+                    activation: Activation::None,
+                }
+                .build(env)?,
+            );
+            out.push(
+                SwiGlu {
+                    label: &label("swiglu"),
+                    inter: i,
+                    gate_up: &b.gate_up,
+                    out: &b.act,
+                    rows: self.rows,
+                }
+                .build(env),
+            );
+            out.push(
+                Matmul {
+                    label: &label("down"),
+                    weight: &w.down,
+                    bias: None,
+                    k: i,
+                    n: h,
+                    x: dense(&b.act, i),
+                    y: dense(&b.x, h),
+                    rows: self.rows,
+                    output: Output::Accumulate,
+                    activation: Activation::None,
+                }
+                .build(env)?,
+            );
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,155 @@
+use lyre_engine::gpu::RowCounts;
+use lyre_engine::kernels::sample::{Sample, TalkerProcessors};
+use lyre_engine::kernels::Rows;
+use lyre_engine::sampling::{Sampler, SamplingParams, SessionDesc};
+
+use crate::support::*;
+
+const V: usize = 3072;
+
+fn params(do_sample: bool, temperature: f32, top_k: u32, top_p: f32, seed: u64) -> SamplingParams {
+    let s = Sampler { do_sample, temperature, top_k, top_p };
+    SamplingParams { talker: s, code_predictor: s, repetition_penalty: 1.05, seed }
+}
+
+/// Runs the sampler over `logits` (one row per session) and returns column `col` of the codes.
+fn run(
+    gpu: &Gpu,
+    logits: &[f32],
+    vocab: usize,
+    descs: &[SessionDesc],
+    talker: bool,
+    history: &wgpu::Buffer,
+) -> Vec<u32> {
+    let m = descs.len();
+    let (lb, sb) = (gpu.buf(logits), gpu.buf(descs));
+    let codes = gpu.buf(&vec![u32::MAX; m * 16]);
+    let d = Sample {
+        label: "sample",
+        vocab: vocab as u32,
+        logits: Rows::dense(&lb, vocab as u32),
+        code_col: if talker { 0 } else { 3 },
+        talker: talker.then_some(TalkerProcessors {
+            eos: 2150,
+            suppress_start: 2048,
+            min_new_tokens: 2,
+            history_words: (V / 32) as u32,
+        }),
+        sessions: &sb,
+        codes: &codes,
+        history,
+    }
+    .build(&gpu.env())
+    .unwrap();
+    gpu.run(RowCounts { talker_rows: 0, sessions: m as u32 }, &[d]);
+    let col = if talker { 0 } else { 3 };
+    gpu.read::<u32>(&codes).chunks(16).map(|c| c[col]).collect()
+}
+
+#[test]
+fn greedy_applies_talker_processors_in_order() {
+    let gpu = Gpu::new();
+    let mut rng = rng(31);
+    let base = randn(&mut rng, V, 1.0);
+    let mut rows = Vec::new();
+    // 0: plain argmax. 1: a suppressed id holds the max. 2: EOS holds the max before frame 2.
+    // 3: EOS holds the max at frame 2. 4: a repeated id's (positive) max is divided by 1.05.
+    // 5: a tie: the first index wins.
+    let mut r0 = base.clone();
+    r0[17] = 9.0;
+    let mut r1 = r0.clone();
+    r1[2500] = 20.0;
+    let mut r2 = r0.clone();
+    r2[2150] = 20.0;
+    let r3 = r2.clone();
+    let mut r4 = r0.clone();
+    r4[18] = 8.9;
+    let mut r5 = base.clone();
+    r5[40] = 9.0;
+    r5[30] = 9.0;
+    for r in [&r0, &r1, &r2, &r3, &r4, &r5] {
+        rows.extend_from_slice(r);
+    }
+    let p = params(false, 1.0, 50, 1.0, 0);
+    let descs: Vec<SessionDesc> = [(0, 0), (1, 0), (2, 1), (3, 2), (4, 5), (5, 0)]
+        .iter()
+        .map(|&(slot, gen)| SessionDesc::new(slot, 0, gen, &p))
+        .collect();
+    let mut hist = vec![0u32; 6 * V / 32];
+    hist[4 * V / 32] |= 1 << 17; // slot 4 has emitted 17 before
+    let hist_b = gpu.buf(&hist);
+    let got = run(&gpu, &rows, V, &descs, true, &hist_b);
+    assert_eq!(got, vec![17, 17, 17, 2150, 18, 30]);
+    // The chosen codes were added to each slot's history.
+    let hist_after: Vec<u32> = gpu.read(&hist_b);
+    assert_ne!(hist_after[V / 32 * 3 + 2150 / 32] & (1 << (2150 % 32)), 0);
+}
+
+#[test]
+fn top_k_one_is_greedy_and_draws_are_reproducible() {
+    let gpu = Gpu::new();
+    let mut rng = rng(32);
+    let m = 8;
+    let logits = randn(&mut rng, m * 2048, 3.0);
+    let greedy: Vec<SessionDesc> =
+        (0..m).map(|i| SessionDesc::new(i as u32, 0, 0, &params(false, 1.0, 0, 1.0, 0))).collect();
+    let k1: Vec<SessionDesc> =
+        (0..m).map(|i| SessionDesc::new(i as u32, 0, 0, &params(true, 0.7, 1, 1.0, i as u64))).collect();
+    let hist = gpu.buf(&[0u32; 4]);
+    assert_eq!(run(&gpu, &logits, 2048, &greedy, false, &hist), run(&gpu, &logits, 2048, &k1, false, &hist));
+
+    let sampled: Vec<SessionDesc> =
+        (0..m).map(|i| SessionDesc::new(i as u32, 0, 3, &params(true, 1.0, 50, 0.9, 77))).collect();
+    let a = run(&gpu, &logits, 2048, &sampled, false, &hist);
+    // Same sessions in reverse order: each session's draw does not depend on its batch position.
+    let rev_logits: Vec<f32> = logits.chunks(2048).rev().flatten().cloned().collect();
+    let rev: Vec<SessionDesc> = sampled.iter().rev().cloned().collect();
+    let mut b = run(&gpu, &rev_logits, 2048, &rev, false, &hist);
+    b.reverse();
+    assert_eq!(a, b);
+}
+
+/// Many sessions with different seeds over the same logits: every draw lies in the allowed set,
+/// and the frequencies follow the renormalised probabilities.
+fn distribution(top_k: u32, top_p: f32, logits_row: &[f32], allowed: &[usize], probs: &[f64]) {
+    let gpu = Gpu::new();
+    let m = 2000;
+    let vocab = logits_row.len();
+    let logits: Vec<f32> = (0..m).flat_map(|_| logits_row.to_vec()).collect();
+    let descs: Vec<SessionDesc> = (0..m)
+        .map(|i| SessionDesc::new(0, 0, 0, &params(true, 1.0, top_k, top_p, 1000 + i as u64)))
+        .collect();
+    let hist = gpu.buf(&[0u32; 4]);
+    let got = run(&gpu, &logits, vocab, &descs, false, &hist);
+    let mut counts = vec![0usize; vocab];
+    for &c in &got {
+        assert!(allowed.contains(&(c as usize)), "drew {c}, allowed {allowed:?}");
+        counts[c as usize] += 1;
+    }
+    for (&i, &p) in allowed.iter().zip(probs) {
+        let f = counts[i] as f64 / m as f64;
+        let sd = (p * (1.0 - p) / m as f64).sqrt();
+        assert!((f - p).abs() < 5.0 * sd + 1e-3, "token {i}: frequency {f:.3}, expected {p:.3}");
+    }
+}
+
+#[test]
+fn top_k_keeps_the_k_largest() {
+    let mut row = vec![-5.0f32; 300];
+    row[7] = 2.0;
+    row[100] = 1.0;
+    row[250] = 0.5;
+    row[3] = 0.0; // fourth largest: cut by top_k = 3
+    let z: f64 = [2.0f64, 1.0, 0.5].iter().map(|v| v.exp()).sum();
+    let probs: Vec<f64> = [2.0f64, 1.0, 0.5].iter().map(|v| v.exp() / z).collect();
+    distribution(3, 1.0, &row, &[7, 100, 250], &probs);
+}
+
+#[test]
+fn top_p_drops_the_low_tail() {
+    // Probabilities 0.5, 0.3, 0.15, 0.05: with top_p 0.7, HF removes the ascending prefix whose
+    // cumulative mass is <= 0.3, i.e. 0.05 and 0.15, and renormalises 0.5 : 0.3.
+    let p = [0.5f64, 0.3, 0.15, 0.05];
+    let row: Vec<f32> = p.iter().map(|v| v.ln() as f32).collect();
+    distribution(0, 0.7, &row, &[0, 1], &[0.625, 0.375]);
+}

@@ -1,0 +1,65 @@
+use bytemuck::Pod;
+use half::bf16;
+use lyre_engine::gpu::{read_buffer, run_now, Dispatch, GpuContext, GpuOptions, RowCounts};
+use lyre_engine::kernels::Env;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+pub struct Gpu {
+    pub ctx: GpuContext,
+    pub counts: wgpu::Buffer,
+    pub dummy: wgpu::Buffer,
+    pub scratch: wgpu::Buffer,
+}
+
+impl Gpu {
+    pub fn new() -> Self {
+        let ctx = GpuContext::new(&GpuOptions::from_env()).expect("a wgpu adapter (CI uses lavapipe)");
+        let counts = ctx.storage_zeroed("counts", 16).unwrap();
+        let dummy = ctx.storage_zeroed("dummy", 16).unwrap();
+        let scratch = ctx.storage_zeroed("scratch", 16).unwrap();
+        Gpu { ctx, counts, dummy, scratch }
+    }
+
+    pub fn env(&self) -> Env<'_> {
+        Env { ctx: &self.ctx, counts: &self.counts, dummy: &self.dummy, scratch: &self.scratch }
+    }
+
+    pub fn run(&self, counts: RowCounts, dispatches: &[Dispatch]) {
+        run_now(&self.ctx, &self.counts, &counts, dispatches).expect("GPU run");
+    }
+
+    pub fn buf<T: Pod>(&self, data: &[T]) -> wgpu::Buffer {
+        self.ctx.storage_from("test", data).unwrap()
+    }
+
+    pub fn read<T: Pod>(&self, b: &wgpu::Buffer) -> Vec<T> {
+        read_buffer(&self.ctx, b).unwrap()
+    }
+}
+
+pub fn rng(seed: u64) -> StdRng {
+    StdRng::seed_from_u64(seed)
+}
+
+pub fn randn(rng: &mut StdRng, n: usize, scale: f32) -> Vec<f32> {
+    (0..n).map(|_| (rng.random::<f32>() * 2.0 - 1.0) * scale).collect()
+}
+
+/// Rounds to bf16 and returns (values as f32, packed bits).
+pub fn bf16_round(v: &[f32]) -> (Vec<f32>, Vec<u16>) {
+    let bits: Vec<u16> = v.iter().map(|&x| bf16::from_f32(x).to_bits()).collect();
+    let vals = bits.iter().map(|&b| bf16::from_bits(b).to_f32()).collect();
+    (vals, bits)
+}
+
+pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "length mismatch");
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+pub fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) {
+    let d = max_abs_diff(got, want);
+    assert!(d <= tol, "{what}: max|Δ| = {d:e} > {tol:e}");
+    assert!(got.iter().all(|x| x.is_finite()), "{what}: non-finite output");
+}

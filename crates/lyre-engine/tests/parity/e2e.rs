@@ -1,0 +1,79 @@
+use lyre_engine::{Engine, FinishReason, SessionRequest};
+
+use crate::support::*;
+
+/// One session run alone to its end.
+pub struct Run {
+    pub codes: Vec<[u16; 16]>,
+    /// Raw talker logits of every step.
+    pub talker: Vec<Vec<f32>>,
+    /// Code-predictor logits of every emitted frame (15 rows each).
+    pub code_predictor: Vec<Vec<f32>>,
+    pub reason: FinishReason,
+}
+
+pub fn run_alone(engine: &mut Engine, req: SessionRequest) -> Run {
+    let id = engine.start(req).unwrap();
+    let (mut codes, mut talker, mut cp) = (Vec::new(), Vec::new(), Vec::new());
+    loop {
+        let outs = engine.step().unwrap();
+        let o = outs.into_iter().find(|o| o.id == id).expect("the session stepped");
+        let l = o.logits.expect("captured logits");
+        talker.push(l.talker);
+        if let Some(f) = o.frame {
+            assert_eq!(f.index as usize, codes.len());
+            codes.push(f.codes);
+            cp.extend(l.code_predictor);
+        }
+        if let Some(reason) = o.finished {
+            assert_eq!(engine.live_sessions(), 0, "a finished session frees its slot");
+            return Run { codes, talker, code_predictor: cp, reason };
+        }
+    }
+}
+
+fn ref_codes(r: &Refs) -> Vec<[u16; 16]> {
+    r.i64("codes").chunks(16).map(|c| std::array::from_fn(|i| c[i] as u16)).collect()
+}
+
+fn check_case(fixture_name: &str, case: &str) -> bool {
+    let mut engine = engine(fixture_name, 2);
+    let Some(req) = case_request(fixture_name, case, &engine) else { return false };
+    let r = Refs::open(fixture_name, case);
+    let Run { codes, talker, code_predictor: cp, reason } = run_alone(&mut engine, req);
+    let want = ref_codes(&r);
+    assert_eq!(codes, want, "{case}: greedy codes");
+    let hit_eos = meta(fixture_name, case)["hit_eos"] == true;
+    assert_eq!(reason, if hit_eos { FinishReason::Eos } else { FinishReason::MaxFrames }, "{case}");
+    // With a frame limit the reference samples one more first code (never emitted) than we
+    // run; compare the steps both ran.
+    let talker: Vec<f32> = talker.into_iter().flatten().collect();
+    let want = r.f32("talker_logits");
+    assert!(want.len() - talker.len() <= if hit_eos { 0 } else { 3072 });
+    assert_matches(&format!("{case} talker logits"), &talker, &want[..talker.len()], 0.99999, 1e-4);
+    let cp: Vec<f32> = cp.into_iter().flatten().collect();
+    assert_matches(&format!("{case} code-predictor logits"), &cp, &r.f32("cp_logits"), 0.99999, 1e-4);
+    true
+}
+
+#[test]
+fn custom_voice_greedy_cases_match_reference() {
+    let cases = e2e_cases("tiny-custom-voice");
+    assert_eq!(cases.len(), 5);
+    for case in &cases {
+        assert!(check_case("tiny-custom-voice", case), "{case} ran");
+    }
+}
+
+#[test]
+fn vivian_stops_at_eos_after_eight_frames() {
+    let mut engine = engine("tiny-custom-voice", 1);
+    let req = case_request("tiny-custom-voice", "e2e_cv_nonstream_english_vivian", &engine).unwrap();
+    let run = run_alone(&mut engine, req);
+    assert_eq!((run.codes.len(), run.reason), (8, FinishReason::Eos));
+}
+
+#[test]
+fn base_x_vector_case_matches_reference() {
+    assert!(check_case("tiny-base", "e2e_base_xvec_stream_english"));
+}

@@ -1,0 +1,130 @@
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lyre_engine::checkpoint::ModelDir;
+use lyre_engine::gpu::{GpuContext, GpuOptions};
+use lyre_engine::{Engine, EngineOptions};
+use safetensors::tensor::Dtype;
+use safetensors::SafeTensors;
+
+pub fn shared() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    std::env::var_os("LYRE_SHARED").map(PathBuf::from).unwrap_or(p)
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    let p = shared().join("fixtures").join(name);
+    assert!(p.is_dir(), "fixture {} is missing", p.display());
+    p
+}
+
+pub fn gpu() -> Arc<GpuContext> {
+    Arc::new(GpuContext::new(&GpuOptions::from_env()).expect("a wgpu adapter (CI uses lavapipe)"))
+}
+
+pub fn engine(name: &str, max_sessions: usize) -> Engine {
+    let model = Arc::new(ModelDir::open(fixture(name)).expect("fixture loads"));
+    let opts =
+        EngineOptions { max_sessions, max_positions: 256, max_rows_per_tick: 128, capture_logits: true };
+    Engine::new(gpu(), model, opts).expect("engine")
+}
+
+/// One reference file of a fixture's `refs/`.
+pub struct Refs {
+    bytes: Vec<u8>,
+}
+
+impl Refs {
+    pub fn open(fixture_name: &str, group: &str) -> Self {
+        let path = fixture(fixture_name).join("refs").join(format!("{group}.safetensors"));
+        Refs { bytes: std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())) }
+    }
+
+    fn view(&self) -> SafeTensors<'_> {
+        SafeTensors::deserialize(&self.bytes).expect("valid refs file")
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.view().tensor(name).is_ok()
+    }
+
+    pub fn shape(&self, name: &str) -> Vec<usize> {
+        self.view().tensor(name).unwrap().shape().to_vec()
+    }
+
+    pub fn f32(&self, name: &str) -> Vec<f32> {
+        let st = self.view();
+        let t = st.tensor(name).unwrap_or_else(|_| panic!("ref tensor {name}"));
+        assert_eq!(t.dtype(), Dtype::F32, "{name}");
+        bytemuck::pod_collect_to_vec(t.data())
+    }
+
+    pub fn i64(&self, name: &str) -> Vec<i64> {
+        let st = self.view();
+        let t = st.tensor(name).unwrap_or_else(|_| panic!("ref tensor {name}"));
+        assert_eq!(t.dtype(), Dtype::I64, "{name}");
+        bytemuck::pod_collect_to_vec(t.data())
+    }
+
+    pub fn u32(&self, name: &str) -> Vec<u32> {
+        self.i64(name).into_iter().map(|v| v as u32).collect()
+    }
+}
+
+/// The `meta` object of one refs group in `refs/manifest.json`.
+pub fn meta(fixture_name: &str, group: &str) -> serde_json::Value {
+    let path = fixture(fixture_name).join("refs/manifest.json");
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    m[group]["meta"].clone()
+}
+
+pub fn e2e_cases(fixture_name: &str) -> Vec<String> {
+    let path = fixture(fixture_name).join("refs/manifest.json");
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    m.as_object().unwrap().keys().filter(|k| k.starts_with("e2e_")).cloned().collect()
+}
+
+/// Asserts cosine similarity ≥ `min_cos` and max|Δ| ≤ `rel_tol` × max|reference|; returns max|Δ|.
+pub fn assert_matches(what: &str, got: &[f32], want: &[f32], min_cos: f64, rel_tol: f32) -> f32 {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let dot: f64 = got.iter().zip(want).map(|(a, b)| *a as f64 * *b as f64).sum();
+    let na: f64 = got.iter().map(|a| (*a as f64).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = want.iter().map(|a| (*a as f64).powi(2)).sum::<f64>().sqrt();
+    let cos = dot / (na * nb).max(1e-30);
+    let max_d = got.iter().zip(want).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+    let scale = want.iter().map(|a| a.abs()).fold(0.0, f32::max);
+    println!("{what}: cosine {cos:.8}, max|Δ| {max_d:.3e} (scale {scale:.3})");
+    assert!(cos >= min_cos, "{what}: cosine {cos} < {min_cos}");
+    assert!(max_d <= rel_tol * scale.max(1e-6), "{what}: max|Δ| {max_d:e} > {rel_tol} × {scale}");
+    max_d
+}
+
+/// The session request that reproduces one greedy `e2e_*` reference case, or `None` for the
+/// in-context-learning (ICL) voice-cloning cases, which need reference codes.
+pub fn case_request(fixture_name: &str, case: &str, engine: &Engine) -> Option<lyre_engine::SessionRequest> {
+    use lyre_engine::prompt::{TextMode, VoiceSpec};
+    use lyre_engine::sampling::SamplingParams;
+    let m = meta(fixture_name, case);
+    if m["mode"] == "icl" {
+        return None;
+    }
+    let refs = Refs::open(fixture_name, case);
+    let voice = match m["speaker"].as_str() {
+        Some(s) => VoiceSpec::Speaker(s.to_string()),
+        None if refs.has("ref_spk_embedding") => VoiceSpec::Vector(refs.f32("ref_spk_embedding")),
+        None => VoiceSpec::None,
+    };
+    let g = &m["gen_kwargs"];
+    assert_eq!(g["do_sample"], false, "{case}: the references are greedy");
+    let mut sampling = SamplingParams::from_generation_config(&engine.model().generation, 0).greedy();
+    sampling.repetition_penalty = g["repetition_penalty"].as_f64().unwrap() as f32;
+    Some(lyre_engine::SessionRequest {
+        text: lyre_engine::TextInput::Whole(m["text"].as_str().unwrap().to_string()),
+        voice,
+        language: m["language"].as_str().unwrap().split(' ').next().unwrap().to_string(),
+        instruct: m["instruct"].as_str().map(str::to_string),
+        mode: if m["non_streaming_mode"] == true { TextMode::NonStreaming } else { TextMode::Streaming },
+        sampling,
+        max_frames: g["max_new_tokens"].as_u64().unwrap() as u32 - 1,
+    })
+}
