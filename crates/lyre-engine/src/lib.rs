@@ -13,6 +13,7 @@ pub use error::{EngineError, Result};
 pub mod gpu;
 pub mod kernels;
 pub mod model;
+pub mod policy;
 pub mod prompt;
 pub mod sampling;
 

@@ -1,1 +1,5 @@
-fn main() {}
+//! `lyre`: the Lyre command line (serve, synth, ...). Everything lives in the library.
+
+fn main() -> std::process::ExitCode {
+    lyre_server::cli::main()
+}

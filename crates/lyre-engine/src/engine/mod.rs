@@ -62,12 +62,14 @@ pub struct SessionRequest {
     pub max_frames: u32,
 }
 
-/// One 80 ms codec frame: 16 codes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One 80 ms codec frame: 16 codes and their audio.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
     /// 0 for the session's first frame.
     pub index: u32,
     pub codes: [u16; 16],
+    /// 1920 samples at 24 kHz in [-1, 1].
+    pub pcm: Vec<f32>,
 }
 
 /// The raw logits behind one tick's frame (only with `capture_logits`).

@@ -46,7 +46,7 @@ pub(super) fn run(engine: &mut Engine) -> Result<Vec<StepOutput>> {
             for (dst, &src) in c.iter_mut().zip(row) {
                 *dst = src as u16;
             }
-            out.frame = Some(Frame { index: s.frames, codes: c });
+            out.frame = Some(Frame { index: s.frames, codes: c, pcm: Vec::new() });
             s.frames += 1;
             if s.frames >= s.max_frames {
                 out.finished = Some(FinishReason::MaxFrames);

@@ -2,7 +2,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::qk_norm_rope::{Heads, KvCache};
+use super::qk_norm_rope::{Heads, KvCache, RowLayout};
 use super::Env;
 use crate::gpu::{Dispatch, Extent, Grid, KernelSource, RowCount};
 
@@ -19,6 +19,9 @@ struct Params {
     q_stride: u32,
     out_stride: u32,
     scale: f32,
+    wrap: u32,
+    rows_per_group: u32,
+    _pad: [u32; 2],
 }
 
 pub struct Attention<'a> {
@@ -35,6 +38,12 @@ pub struct Attention<'a> {
 
 impl Attention<'_> {
     pub fn build(&self, env: &Env) -> Dispatch {
+        self.build_with(env, RowLayout::default())
+    }
+
+    /// [`Attention::build`] with a non-default row layout (a ring-buffer cache, several rows
+    /// per grid y).
+    pub fn build_with(&self, env: &Env, layout: RowLayout) -> Dispatch {
         let h = self.heads;
         let params = Params {
             n_heads: h.n_heads,
@@ -45,6 +54,9 @@ impl Attention<'_> {
             q_stride: h.q_width(),
             out_stride: h.q_width(),
             scale: (h.head_dim as f64).powf(-0.5) as f32,
+            wrap: layout.wrap as u32,
+            rows_per_group: layout.rows_per_group.max(1),
+            _pad: [0; 2],
         };
         let pipeline = env.ctx.pipeline(SOURCE, &[]);
         let uniform = env.ctx.uniform(self.label, &params);
@@ -57,7 +69,7 @@ impl Attention<'_> {
             label: self.label.to_string(),
             pipeline,
             bind_group,
-            grid: Grid::new(Extent::Fixed(h.n_heads), Extent::rows(self.rows)),
+            grid: Grid { x: Extent::Fixed(h.n_heads), y: Extent::rows(self.rows), z: layout.grid_z() },
         }
     }
 }

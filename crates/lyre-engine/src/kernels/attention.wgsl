@@ -2,6 +2,9 @@
 // (head, row). Keys at positions [first, pos] are visited in chunks of 64 with an online
 // softmax; `window` > 0 limits the keys to the last `window` positions (sliding window).
 // GQA: query head h reads kv head h / (n_heads / n_kv_heads).
+// Optional (0 = off): `wrap` stores position j at cache row j % max_pos (a ring of the last
+// max_pos positions, for sliding-window callers); `rows_per_group` > 1 puts that many
+// consecutive rows on grid z (row = wid.y * rows_per_group + wid.z).
 
 struct Params {
     n_heads: u32,
@@ -12,6 +15,10 @@ struct Params {
     q_stride: u32,
     out_stride: u32,
     scale: f32,
+    wrap: u32,
+    rows_per_group: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 struct Row {
@@ -33,6 +40,13 @@ const MAX_HD: u32 = 256u;
 const DIMS_PER_THREAD: u32 = 4u; // MAX_HD / WG
 const NEG: f32 = -3.0e38;
 
+fn cache_row(j: u32) -> u32 {
+    if (p.wrap != 0u) {
+        return j % p.max_pos;
+    }
+    return j;
+}
+
 var<workgroup> qh: array<f32, MAX_HD>;
 var<workgroup> score: array<f32, WG>;
 var<workgroup> red: array<f32, WG>;
@@ -42,7 +56,7 @@ var<workgroup> wg_slot: u32;
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let h = wid.x;
-    let r = wid.y;
+    let r = wid.y * max(p.rows_per_group, 1u) + wid.z;
     let hd = p.head_dim;
     if (t == 0u) {
         wg_pos = rows[r].pos;
@@ -68,7 +82,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
         let j = base + t;
         var s = NEG;
         if (j <= pos) {
-            let kb = (kv_base + j) * hd;
+            let kb = (kv_base + cache_row(j)) * hd;
             var dot = 0.0;
             for (var d = 0u; d < hd; d++) {
                 dot += qh[d] * k_cache[kb + d];
@@ -96,7 +110,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
             if (d < hd) {
                 var a = acc[i] * alpha;
                 for (var c = 0u; c < n_keys; c++) {
-                    a += exp(score[c] - m_new) * v_cache[(kv_base + base + c) * hd + d];
+                    a += exp(score[c] - m_new) * v_cache[(kv_base + cache_row(base + c)) * hd + d];
                 }
                 acc[i] = a;
             }

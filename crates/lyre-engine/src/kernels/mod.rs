@@ -2,14 +2,23 @@
 //! mirror of the WGSL `Params`) and builds a [`Dispatch`](crate::gpu::Dispatch) from buffers.
 
 pub mod attention;
+pub mod clamp_pcm;
 pub mod codec_gather;
 pub mod combine_input;
+pub mod conv1d;
 pub mod copy_rows;
+pub mod depthwise_conv;
 pub mod embed_text;
+pub mod frame_rows;
+pub mod glu;
 pub mod matmul;
 pub mod qk_norm_rope;
 pub mod rms_norm;
+pub mod rvq_dequant;
 pub mod sample;
+pub mod seq_norm;
+pub mod seq_view;
+pub mod snake;
 pub mod swiglu;
 
 /// A run of rows inside a buffer of f32 values: row `i` starts at element

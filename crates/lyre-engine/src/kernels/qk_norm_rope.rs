@@ -19,6 +19,32 @@ struct Params {
     q_stride: u32,
     has_norm: u32,
     eps: f32,
+    wrap: u32,
+    rows_per_group: u32,
+    _pad: [u32; 2],
+}
+
+/// How rows map onto the grid and the KV cache, for callers other than the talker (the codec
+/// decoder). The default is the talker's: one row per grid y, position p at cache row p.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowLayout {
+    /// Store position p at cache row `p % max_pos`: the cache is a ring of the last `max_pos`
+    /// positions (RoPE still uses p). Only correct when no row looks back further than that.
+    pub wrap: bool,
+    /// Consecutive rows per grid-y index, spread over grid z (rows = count × this).
+    pub rows_per_group: u32,
+}
+
+impl Default for RowLayout {
+    fn default() -> Self {
+        RowLayout { wrap: false, rows_per_group: 1 }
+    }
+}
+
+impl RowLayout {
+    pub(crate) fn grid_z(&self) -> crate::gpu::Extent {
+        crate::gpu::Extent::Fixed(self.rows_per_group.max(1))
+    }
 }
 
 /// Attention geometry shared by the rope and attention kernels.
@@ -68,6 +94,11 @@ pub struct QkNormRope<'a> {
 
 impl QkNormRope<'_> {
     pub fn build(&self, env: &Env) -> Dispatch {
+        self.build_with(env, RowLayout::default())
+    }
+
+    /// [`QkNormRope::build`] with a non-default row layout.
+    pub fn build_with(&self, env: &Env, layout: RowLayout) -> Dispatch {
         let h = self.heads;
         let params = Params {
             n_heads: h.n_heads,
@@ -78,6 +109,9 @@ impl QkNormRope<'_> {
             q_stride: h.q_width(),
             has_norm: self.norms.is_some() as u32,
             eps: self.eps,
+            wrap: layout.wrap as u32,
+            rows_per_group: layout.rows_per_group.max(1),
+            _pad: [0; 2],
         };
         let (qn, kn) = self.norms.unwrap_or((env.dummy, env.dummy));
         let pipeline = env.ctx.pipeline(SOURCE, &[]);
@@ -102,7 +136,11 @@ impl QkNormRope<'_> {
             label: self.label.to_string(),
             pipeline,
             bind_group,
-            grid: Grid::new(Extent::Fixed(h.n_heads + 2 * h.n_kv_heads), Extent::rows(self.rows)),
+            grid: Grid {
+                x: Extent::Fixed(h.n_heads + 2 * h.n_kv_heads),
+                y: Extent::rows(self.rows),
+                z: layout.grid_z(),
+            },
         }
     }
 }

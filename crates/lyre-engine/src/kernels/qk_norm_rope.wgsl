@@ -2,6 +2,8 @@
 // present) and rotary embedding (rotate_half convention, precomputed cos/sin tables), writes q
 // to `q_out` and k, v into the KV cache at the row's (slot, position).
 // Grid: x = one workgroup per head (q heads, then k heads, then v heads), y = one per row.
+// Optional (0 = off): `wrap` writes position pos at cache row pos % max_pos (a ring; RoPE still
+// uses pos); `rows_per_group` > 1 puts that many consecutive rows on grid z.
 
 struct Params {
     n_heads: u32,
@@ -12,6 +14,10 @@ struct Params {
     q_stride: u32,
     has_norm: u32,
     eps: f32,
+    wrap: u32,
+    rows_per_group: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 struct Row {
@@ -53,15 +59,19 @@ fn bf16_at(buf_is_q: bool, i: u32) -> f32 {
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let h = wid.x;
-    let r = wid.y;
+    let r = wid.y * max(p.rows_per_group, 1u) + wid.z;
     let hd = p.head_dim;
     let row = rows[r];
+    var cache_pos = row.pos;
+    if (p.wrap != 0u) {
+        cache_pos = row.pos % p.max_pos;
+    }
     let src = r * p.qkv_stride + h * hd;
     let is_q = h < p.n_heads;
     let is_v = h >= p.n_heads + p.n_kv_heads;
     if (is_v) {
         let kvh = h - p.n_heads - p.n_kv_heads;
-        let dst = ((row.slot * p.n_kv_heads + kvh) * p.max_pos + row.pos) * hd;
+        let dst = ((row.slot * p.n_kv_heads + kvh) * p.max_pos + cache_pos) * hd;
         for (var d = t; d < hd; d += WG) {
             v_cache[dst + d] = qkv[src + d];
         }
@@ -95,7 +105,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
         dst = r * p.q_stride + h * hd;
     } else {
         let kvh = h - p.n_heads;
-        dst = ((row.slot * p.n_kv_heads + kvh) * p.max_pos + row.pos) * hd;
+        dst = ((row.slot * p.n_kv_heads + kvh) * p.max_pos + cache_pos) * hd;
     }
     for (var d = t; d < half; d += WG) {
         let c = rope_cos[tb + d];

@@ -1,0 +1,40 @@
+//! Attention row descriptors (`slot, pos`) for each session's frames of a decoder step, made on
+//! the GPU from the session descriptors.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::seq_view::sequence_dispatch;
+use super::Env;
+use crate::gpu::{Dispatch, Extent, Grid, KernelSource, RowCount};
+
+pub const SOURCE: KernelSource = KernelSource {
+    name: "frame_rows",
+    wgsl: concat!(include_str!("seq_view.wgsl"), include_str!("frame_rows.wgsl")),
+};
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+struct Params {
+    frames: u32,
+    max_pos: u32,
+    _pad: [u32; 2],
+}
+
+pub struct FrameRows<'a> {
+    pub label: &'a str,
+    /// Frames per session this step.
+    pub frames: u32,
+    /// Positions are clamped below this (the RoPE table's length).
+    pub max_pos: u32,
+    /// `[session * frames + t]` of `[u32; 4]`.
+    pub rows: &'a wgpu::Buffer,
+    pub sessions: &'a wgpu::Buffer,
+}
+
+impl FrameRows<'_> {
+    pub fn build(&self, env: &Env) -> Dispatch {
+        let params = Params { frames: self.frames, max_pos: self.max_pos.max(1), _pad: [0; 2] };
+        let grid = Grid::new(Extent::rows(RowCount::Sessions), Extent::Fixed(1));
+        sequence_dispatch(env, SOURCE, self.label, &params, self.sessions, &[self.rows], grid)
+    }
+}

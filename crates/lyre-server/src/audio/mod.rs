@@ -1,0 +1,366 @@
+//! Audio encoding: the engine's mono f32 samples (24 kHz, 1920 per 80 ms codec frame) turned into
+//! the bytes a client receives, as a whole clip or as a live stream.
+//!
+//! Every format goes through one [`FrameEncoder`]: [`encode_clip`] pushes the clip in
+//! [`FRAME_SAMPLES`] chunks through the same encoder a live stream uses and finishes it, so the
+//! two paths cannot disagree. Only WAV and FLAC differ, and only in their headers: a stream cannot
+//! know its length up front, so it sends "unknown" there, and a whole clip patches in the real
+//! sizes (and FLAC's MD5) afterwards.
+//!
+//! Samples become 16-bit integers by one rule everywhere, [`f32_to_i16`]: clamp to [-1, 1],
+//! multiply by 32767, round to nearest (ties away from zero); NaN becomes 0. Opus, MP3 and FLAC
+//! are fed those same integers.
+
+mod flac;
+mod mp3;
+mod opus;
+mod pcm;
+mod wav;
+
+#[cfg(test)]
+mod test_util;
+
+use std::fmt;
+use std::str::FromStr;
+
+pub use self::flac::FlacStream;
+pub use self::mp3::Mp3Stream;
+pub use self::opus::OggOpusStream;
+pub use self::pcm::PcmStream;
+pub use self::wav::WavStream;
+
+/// The engine's output sample rate, in Hz.
+pub const SAMPLE_RATE: u32 = 24_000;
+
+/// Samples in one 80 ms codec frame at [`SAMPLE_RATE`]: one [`FrameEncoder::push`] per frame.
+pub const FRAME_SAMPLES: usize = 1920;
+
+/// A response audio format, named as in requests (`wav`, `pcm`, `opus`, `mp3`, `flac`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum AudioFormat {
+    /// RIFF WAVE, 16-bit PCM, mono.
+    #[default]
+    Wav,
+    /// Raw signed 16-bit little-endian PCM, mono, no header (OpenAI's `pcm`).
+    Pcm,
+    /// Opus in an Ogg container (RFC 7845), mono, 20 ms packets.
+    Opus,
+    /// MPEG Layer III, mono, constant bit rate.
+    Mp3,
+    /// FLAC, 16-bit, mono.
+    Flac,
+}
+
+impl AudioFormat {
+    /// Every format, in the order error messages list them.
+    pub const ALL: [AudioFormat; 5] =
+        [AudioFormat::Wav, AudioFormat::Pcm, AudioFormat::Opus, AudioFormat::Mp3, AudioFormat::Flac];
+
+    /// The name used in requests, e.g. `"wav"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AudioFormat::Wav => "wav",
+            AudioFormat::Pcm => "pcm",
+            AudioFormat::Opus => "opus",
+            AudioFormat::Mp3 => "mp3",
+            AudioFormat::Flac => "flac",
+        }
+    }
+
+    /// The HTTP `Content-Type` of a response in this format.
+    ///
+    /// `pcm` is `audio/pcm`, as OpenAI serves it: raw s16le, mono, at the stream's sample rate
+    /// (24 kHz for Lyre). Opus is `audio/ogg` because it is sent in an Ogg container.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            AudioFormat::Wav => "audio/wav",
+            AudioFormat::Pcm => "audio/pcm",
+            AudioFormat::Opus => "audio/ogg",
+            AudioFormat::Mp3 => "audio/mpeg",
+            AudioFormat::Flac => "audio/flac",
+        }
+    }
+
+    /// The usual file extension, without the dot (`"opus"` for Ogg Opus, as opus-tools use).
+    pub fn file_extension(self) -> &'static str {
+        match self {
+            AudioFormat::Pcm => "pcm",
+            other => other.as_str(),
+        }
+    }
+}
+
+impl fmt::Display for AudioFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for AudioFormat {
+    type Err = AudioError;
+
+    /// Parses a format name, ignoring ASCII case.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        AudioFormat::ALL
+            .into_iter()
+            .find(|f| f.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| AudioError::UnknownFormat { name: s.to_owned() })
+    }
+}
+
+impl serde::Serialize for AudioFormat {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for AudioFormat {
+    /// Deserializes from a string by the same rule as [`FromStr`].
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Everything that can go wrong while encoding audio.
+#[derive(Debug, thiserror::Error)]
+pub enum AudioError {
+    /// A format name that is not one of [`AudioFormat::ALL`].
+    #[error("unknown audio format `{name}`: expected one of wav, pcm, opus, mp3, flac")]
+    UnknownFormat {
+        /// The name as given.
+        name: String,
+    },
+    /// The format cannot encode audio at this sample rate (no resampling is done).
+    #[error("{format} cannot encode {rate} Hz audio: supported rates are {supported}")]
+    UnsupportedSampleRate {
+        /// The format asked for.
+        format: AudioFormat,
+        /// The rate asked for, in Hz.
+        rate: u32,
+        /// The supported rates, for the message.
+        supported: &'static str,
+    },
+    /// The clip is longer than the container can describe (WAV sizes are 32-bit).
+    #[error("{format} clip too long: {samples} samples do not fit the container")]
+    TooLong {
+        /// The format asked for.
+        format: AudioFormat,
+        /// How many samples were given.
+        samples: u64,
+    },
+    /// `push` or `finish` after `finish`.
+    #[error("{format} encoder already finished")]
+    Finished {
+        /// The encoder's format.
+        format: AudioFormat,
+    },
+    /// The underlying codec library reported an error.
+    #[error("{format} encoder error: {message}")]
+    Codec {
+        /// The encoder's format.
+        format: AudioFormat,
+        /// The library's message.
+        message: String,
+    },
+}
+
+impl AudioError {
+    /// Wraps a codec library's error.
+    pub(crate) fn codec(format: AudioFormat, err: impl fmt::Display) -> Self {
+        AudioError::Codec { format, message: err.to_string() }
+    }
+}
+
+/// Converts one sample to 16 bits: clamp to [-1, 1], × 32767, round to nearest with ties away
+/// from zero. NaN becomes 0, so -1.0 → -32767 and -32768 is never produced.
+pub fn f32_to_i16(x: f32) -> i16 {
+    if x.is_nan() {
+        return 0;
+    }
+    // In range after the clamp, so the cast is exact.
+    (x.clamp(-1.0, 1.0) * 32767.0).round() as i16
+}
+
+/// Converts samples by [`f32_to_i16`].
+pub fn to_i16(samples: &[f32]) -> Vec<i16> {
+    samples.iter().map(|&x| f32_to_i16(x)).collect()
+}
+
+/// Appends samples as s16le bytes, converted by [`f32_to_i16`].
+pub(crate) fn extend_s16le(out: &mut Vec<u8>, samples: &[f32]) {
+    out.reserve(samples.len() * 2);
+    for &x in samples {
+        out.extend_from_slice(&f32_to_i16(x).to_le_bytes());
+    }
+}
+
+/// An encoder fed one chunk of samples at a time (one 80 ms frame on a live stream).
+///
+/// Each call returns the bytes that are ready to send; they may be empty while the codec buffers.
+/// Concatenated, the outputs of every `push` and the one `finish` form a complete stream.
+pub trait FrameEncoder: Send {
+    /// Encodes `frame` (mono samples in [-1, 1], any length) and returns the bytes now ready.
+    fn push(&mut self, frame: &[f32]) -> Result<Vec<u8>, AudioError>;
+
+    /// Flushes buffered audio and ends the stream; later calls fail with
+    /// [`AudioError::Finished`].
+    fn finish(&mut self) -> Result<Vec<u8>, AudioError>;
+}
+
+/// A streaming encoder for `format` at `sample_rate` Hz.
+pub fn stream_encoder(
+    format: AudioFormat,
+    sample_rate: u32,
+) -> Result<Box<dyn FrameEncoder>, AudioError> {
+    Ok(match format {
+        AudioFormat::Wav => Box::new(WavStream::new(sample_rate)?),
+        AudioFormat::Pcm => Box::new(PcmStream::new(sample_rate)?),
+        AudioFormat::Opus => Box::new(OggOpusStream::new(sample_rate)?),
+        AudioFormat::Mp3 => Box::new(Mp3Stream::new(sample_rate)?),
+        AudioFormat::Flac => Box::new(FlacStream::new(sample_rate)?),
+    })
+}
+
+/// Encodes a whole clip: the streaming encoder fed [`FRAME_SAMPLES`] at a time, then finished;
+/// WAV and FLAC then get their real sizes (and FLAC its MD5) in the header.
+pub fn encode_clip(
+    format: AudioFormat,
+    samples: &[f32],
+    sample_rate: u32,
+) -> Result<Vec<u8>, AudioError> {
+    match format {
+        AudioFormat::Wav => {
+            let mut out = feed(&mut WavStream::new(sample_rate)?, samples)?;
+            wav::patch_clip_sizes(&mut out)?;
+            Ok(out)
+        }
+        AudioFormat::Flac => {
+            let mut encoder = FlacStream::new(sample_rate)?;
+            let mut out = feed(&mut encoder, samples)?;
+            encoder.patch_clip_header(&mut out)?;
+            Ok(out)
+        }
+        _ => feed(stream_encoder(format, sample_rate)?.as_mut(), samples),
+    }
+}
+
+/// Pushes `samples` frame by frame, finishes, and concatenates every output.
+fn feed(encoder: &mut dyn FrameEncoder, samples: &[f32]) -> Result<Vec<u8>, AudioError> {
+    let mut out = Vec::new();
+    for frame in samples.chunks(FRAME_SAMPLES) {
+        out.extend(encoder.push(frame)?);
+    }
+    out.extend(encoder.finish()?);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_util::{sweep, streamed};
+    use super::*;
+
+    #[test]
+    fn format_names_round_trip_and_ignore_case() {
+        for f in AudioFormat::ALL {
+            assert_eq!(f.as_str().parse::<AudioFormat>().unwrap(), f);
+            assert_eq!(f.as_str().to_uppercase().parse::<AudioFormat>().unwrap(), f);
+            assert_eq!(f.to_string(), f.as_str());
+        }
+        assert_eq!(AudioFormat::default(), AudioFormat::Wav);
+    }
+
+    #[test]
+    fn unknown_format_error_lists_the_valid_names() {
+        let err = "aac".parse::<AudioFormat>().unwrap_err();
+        assert_eq!(err.to_string(), "unknown audio format `aac`: expected one of wav, pcm, opus, mp3, flac");
+    }
+
+    #[test]
+    fn serde_uses_the_same_names() {
+        let f: AudioFormat = serde_json::from_str("\"MP3\"").unwrap();
+        assert_eq!(f, AudioFormat::Mp3);
+        assert_eq!(serde_json::to_string(&AudioFormat::Opus).unwrap(), "\"opus\"");
+        let err = serde_json::from_str::<AudioFormat>("\"ogg\"").unwrap_err();
+        assert!(err.to_string().contains("expected one of wav, pcm, opus, mp3, flac"), "{err}");
+    }
+
+    #[test]
+    fn content_types_and_extensions() {
+        let got: Vec<_> = AudioFormat::ALL.iter().map(|f| (f.content_type(), f.file_extension())).collect();
+        assert_eq!(
+            got,
+            [
+                ("audio/wav", "wav"),
+                ("audio/pcm", "pcm"),
+                ("audio/ogg", "opus"),
+                ("audio/mpeg", "mp3"),
+                ("audio/flac", "flac")
+            ]
+        );
+    }
+
+    #[test]
+    fn f32_to_i16_clamps_and_rounds() {
+        let cases = [
+            (0.0, 0),
+            (1.0, 32767),
+            (-1.0, -32767),
+            (2.5, 32767),
+            (-7.0, -32767),
+            (f32::INFINITY, 32767),
+            (f32::NEG_INFINITY, -32767),
+            (f32::NAN, 0),
+            (0.5 / 32767.0, 1),
+            (-0.5 / 32767.0, -1),
+            (0.49 / 32767.0, 0),
+            (1000.6 / 32767.0, 1001),
+        ];
+        for (x, want) in cases {
+            assert_eq!(f32_to_i16(x), want, "{x}");
+        }
+    }
+
+    #[test]
+    fn clip_equals_stream_for_every_format() {
+        let samples = sweep(5 * FRAME_SAMPLES + 100);
+        for format in AudioFormat::ALL {
+            let clip = encode_clip(format, &samples, SAMPLE_RATE).unwrap();
+            let stream = streamed(stream_encoder(format, SAMPLE_RATE).unwrap().as_mut(), &samples);
+            let header = match format {
+                AudioFormat::Wav => 44,
+                AudioFormat::Flac => 42,
+                _ => 0,
+            };
+            assert_eq!(clip.len(), stream.len(), "{format}");
+            assert_eq!(clip[header..], stream[header..], "{format}");
+        }
+    }
+
+    #[test]
+    fn push_after_finish_is_an_error() {
+        for format in AudioFormat::ALL {
+            let mut encoder = stream_encoder(format, SAMPLE_RATE).unwrap();
+            encoder.push(&[0.0; FRAME_SAMPLES]).unwrap();
+            encoder.finish().unwrap();
+            assert!(matches!(encoder.push(&[0.0; 10]), Err(AudioError::Finished { .. })), "{format}");
+            assert!(matches!(encoder.finish(), Err(AudioError::Finished { .. })), "{format}");
+        }
+    }
+
+    #[test]
+    fn empty_clips_encode() {
+        for format in AudioFormat::ALL {
+            let bytes = encode_clip(format, &[], SAMPLE_RATE).unwrap();
+            assert_eq!(bytes.is_empty(), format == AudioFormat::Pcm, "{format}");
+        }
+    }
+
+    #[test]
+    fn zero_sample_rate_is_rejected_everywhere() {
+        for format in AudioFormat::ALL {
+            let err = encode_clip(format, &[0.0], 0).unwrap_err();
+            assert!(matches!(err, AudioError::UnsupportedSampleRate { rate: 0, .. }), "{format}: {err}");
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! Command-line parsing and dispatch.
+
+mod check_config;
+mod serve;
+mod synth;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "lyre", version, about = "Lyre: a Qwen3-TTS server on wgpu")]
+pub struct Cli {
+    /// Log lines as JSON.
+    #[arg(long, global = true, env = "LYRE_LOG_JSON")]
+    pub log_json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the HTTP and WebSocket API (on a built-in demo model when no checkpoint is given).
+    Serve(serve::ServeArgs),
+    /// Synthesise one clip from the command line.
+    Synth(synth::SynthArgs),
+    /// Validate a configuration file (with LYRE_* overrides) without starting anything.
+    CheckConfig(check_config::CheckConfigArgs),
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => serve::run(args),
+        Command::Synth(args) => {
+            crate::telemetry::init(cli.log_json, "warn,lyre_server=info,lyre_engine=info");
+            synth::run(args)
+        }
+        Command::CheckConfig(args) => check_config::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

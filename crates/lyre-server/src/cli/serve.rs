@@ -1,0 +1,151 @@
+//! `lyre serve`: load the model, start the GPU worker, serve HTTP and WebSocket until
+//! SIGTERM/SIGINT, drain, exit 0.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use lyre_engine::checkpoint::config::ModelType;
+use lyre_engine::checkpoint::ModelDir;
+use lyre_engine::gpu::{GpuContext, GpuOptions};
+use lyre_engine::prompt::{TextMode, VoiceSpec};
+use lyre_engine::sampling::SamplingParams;
+use lyre_engine::{Engine, EngineOptions, SessionRequest, TextInput};
+
+use crate::config::ServerConfig;
+use crate::http::{router, AppState, KeyRegistry};
+use crate::model_source::ModelSource;
+use crate::scheduler::{spawn_worker, Shared, WorkerOptions};
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// A TOML file (see config/default.toml); LYRE_* variables and these flags override it.
+    #[arg(long, env = "LYRE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// A checkpoint directory in the Hugging Face layout.
+    #[arg(long)]
+    pub model_dir: Option<String>,
+    /// A Hugging Face repo id, e.g. Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Address to listen on (port 0 picks a free port; the address is logged).
+    #[arg(long)]
+    pub listen: Option<String>,
+}
+
+pub fn load_config(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
+    let mut cfg = ServerConfig::load(args.config.as_deref(), std::env::vars())?;
+    if let Some(d) = &args.model_dir {
+        cfg.model.dir = d.clone();
+        cfg.model.repo.clear();
+    }
+    if let Some(r) = &args.model {
+        cfg.model.repo = r.clone();
+        cfg.model.dir.clear();
+    }
+    if let Some(l) = &args.listen {
+        cfg.server.listen = l.clone();
+    }
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let cfg = load_config(&args)?;
+    crate::telemetry::init(cfg.logging.json, &cfg.logging.level);
+    let source = ModelSource::choose(&cfg.model.dir, &cfg.model.repo);
+    let model = Arc::new(source.open()?);
+    if source.is_demo() {
+        tracing::warn!("serving the built-in DEMO model (random weights): it speaks noise. Pass --model-dir DIR or --model REPO for a real Qwen3-TTS checkpoint");
+    }
+    tracing::info!(model = %model.describe(), dir = %model.root.display(), "model loaded");
+    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .set_buckets(&[0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0])
+        .and_then(|b| {
+            b.set_buckets_for_metric(
+                metrics_exporter_prometheus::Matcher::Full("lyre_batch_size".into()),
+                &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0],
+            )
+        })
+        .context("metrics buckets")?
+        .install_recorder()
+        .ok();
+    let shared = Arc::new(Shared::new(cfg.engine.max_sessions, cfg.engine.max_queue));
+    let engine_model = model.clone();
+    let engine_cfg = cfg.clone();
+    let allow_cpu = cfg.model.allow_cpu_adapter || source.is_demo();
+    let (scheduler, worker) = spawn_worker(
+        move || make_engine(engine_model, &engine_cfg, allow_cpu),
+        shared.clone(),
+        WorkerOptions { command_buffer: 4096, warm_up: Some(warm_up_request(&model)) },
+    );
+    let state = AppState {
+        scheduler: scheduler.clone(),
+        model,
+        config: Arc::new(cfg.clone()),
+        metrics,
+        keys: Arc::new(KeyRegistry::new(&cfg.auth.api_keys, cfg.auth.max_sessions_per_key)),
+        demo: source.is_demo(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(serve(state, &cfg))?;
+    scheduler.shutdown();
+    let _ = worker.join();
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn serve(state: AppState, cfg: &ServerConfig) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(&cfg.server.listen)
+        .await
+        .with_context(|| format!("binding {}", cfg.server.listen))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, "listening");
+    eprintln!("lyre listening on http://{addr}");
+    let shared = state.scheduler.shared.clone();
+    let drain = Duration::from_secs(cfg.server.drain_timeout_s);
+    axum::serve(listener, router(state)).with_graceful_shutdown(crate::shutdown::drained(shared, drain)).await?;
+    Ok(())
+}
+
+fn make_engine(model: Arc<ModelDir>, cfg: &ServerConfig, allow_cpu: bool) -> anyhow::Result<Engine> {
+    let gpu = GpuContext::new(&GpuOptions::from_env())?;
+    if gpu.is_cpu() && !allow_cpu {
+        anyhow::bail!(
+            "wgpu found only a CPU adapter ({}); refusing to serve on it. Check the GPU driver \
+             (NVIDIA: NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility and the Vulkan ICD), or \
+             set model.allow_cpu_adapter = true",
+            gpu.info.name
+        );
+    }
+    let opts = EngineOptions {
+        max_sessions: cfg.engine.max_sessions,
+        max_positions: cfg.engine.max_positions,
+        max_rows_per_tick: cfg.engine.max_rows_per_tick,
+        capture_logits: false,
+    };
+    Ok(Engine::new(Arc::new(gpu), model, opts)?)
+}
+
+/// One greedy frame of whatever voice the model has, run before the server reports ready.
+fn warm_up_request(model: &ModelDir) -> SessionRequest {
+    let cfg = &model.config;
+    let (voice, instruct) = match cfg.tts_model_type {
+        ModelType::CustomVoice => {
+            (VoiceSpec::Speaker(cfg.talker_config.spk_id.keys().next().cloned().unwrap_or_default()), None)
+        }
+        ModelType::VoiceDesign => (VoiceSpec::None, Some("A calm, clear voice.".to_string())),
+        ModelType::Base => (VoiceSpec::Vector(vec![0.0; cfg.talker_config.hidden_size]), None),
+    };
+    SessionRequest {
+        text: TextInput::Whole("Hello.".into()),
+        voice,
+        language: "auto".into(),
+        instruct,
+        mode: TextMode::NonStreaming,
+        sampling: SamplingParams::from_generation_config(&model.generation, 0).greedy(),
+        max_frames: 1,
+    }
+}

@@ -1,0 +1,153 @@
+//! `lyre synth`: one clip, start to end, with the same engine the server uses.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use lyre_engine::checkpoint::ModelDir;
+use lyre_engine::gpu::{GpuContext, GpuOptions};
+use lyre_engine::policy::{check_voice_and_instruct, default_max_frames};
+use lyre_engine::prompt::{TextMode, VoiceSpec};
+use lyre_engine::sampling::SamplingParams;
+use lyre_engine::{Engine, EngineOptions, FinishReason, SessionRequest, TextInput};
+
+#[derive(Debug, Args)]
+pub struct SynthArgs {
+    /// Checkpoint directory in the Hugging Face layout.
+    #[arg(long)]
+    pub model_dir: PathBuf,
+    /// The text to speak.
+    #[arg(long)]
+    pub text: String,
+    /// Preset speaker (CustomVoice models).
+    #[arg(long)]
+    pub voice: Option<String>,
+    /// `auto` or a language the model knows.
+    #[arg(long, default_value = "auto")]
+    pub language: String,
+    /// Style instruction (1.7B CustomVoice) or voice description (VoiceDesign).
+    #[arg(long)]
+    pub instruct: Option<String>,
+    /// Feed the text one token per frame (as a live stream would) instead of all in the prompt.
+    #[arg(long)]
+    pub streaming_text: bool,
+    /// Greedy decoding for both the talker and the code predictor.
+    #[arg(long)]
+    pub greedy: bool,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    #[arg(long)]
+    pub temperature: Option<f32>,
+    #[arg(long)]
+    pub top_k: Option<u32>,
+    #[arg(long)]
+    pub top_p: Option<f32>,
+    #[arg(long)]
+    pub repetition_penalty: Option<f32>,
+    /// Emit at most this many 80 ms frames (default: 5 s plus 1 s per text token).
+    #[arg(long)]
+    pub max_frames: Option<u32>,
+    /// Write the codes as JSON: {"codes": [[c0, ..., c15], ...]}.
+    #[arg(long)]
+    pub codes_out: Option<PathBuf>,
+}
+
+pub fn run(args: SynthArgs) -> anyhow::Result<()> {
+    if args.codes_out.is_none() {
+        bail!("nothing to write: give --codes-out FILE.json");
+    }
+    let model = Arc::new(ModelDir::open(&args.model_dir)?);
+    let voice = match &args.voice {
+        Some(v) => VoiceSpec::Speaker(v.clone()),
+        None => VoiceSpec::None,
+    };
+    check_voice_and_instruct(&model.config, &voice, args.instruct.as_deref())?;
+    let sampling = sampling(&args, &model);
+    sampling.validate()?;
+    let text_tokens = model.tokenizer.assistant_text_ids(&args.text)?.len().saturating_sub(8);
+    let max_frames = args.max_frames.unwrap_or_else(|| default_max_frames(text_tokens, &model.generation));
+    let gpu = Arc::new(GpuContext::new(&GpuOptions::from_env())?);
+    eprintln!("{} on {} ({:?})", model.describe(), gpu.info.name, gpu.info.backend);
+    let prompt_budget = text_tokens + 64 + args.instruct.as_ref().map_or(0, |s| s.len());
+    let opts = EngineOptions {
+        max_sessions: 1,
+        max_positions: prompt_budget + max_frames as usize + 2,
+        max_rows_per_tick: prompt_budget,
+        capture_logits: false,
+    };
+    let mut engine = Engine::new(gpu, model, opts)?;
+    let mode = if args.streaming_text { TextMode::Streaming } else { TextMode::NonStreaming };
+    let req = SessionRequest {
+        text: TextInput::Whole(args.text.clone()),
+        voice,
+        language: args.language.clone(),
+        instruct: args.instruct.clone(),
+        mode,
+        sampling,
+        max_frames,
+    };
+    let (codes, reason) = generate(&mut engine, req)?;
+    if let Some(path) = &args.codes_out {
+        let json = serde_json::json!({ "codes": codes });
+        std::fs::write(path, serde_json::to_vec(&json)?).with_context(|| format!("writing {}", path.display()))?;
+    }
+    eprintln!("{} frames ({:.2} s of audio), finished: {reason:?}", codes.len(), codes.len() as f64 * 0.08);
+    Ok(())
+}
+
+fn sampling(args: &SynthArgs, model: &ModelDir) -> SamplingParams {
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    });
+    let mut s = SamplingParams::from_generation_config(&model.generation, seed);
+    if let Some(t) = args.temperature {
+        s.talker.temperature = t;
+        s.code_predictor.temperature = t;
+    }
+    if let Some(k) = args.top_k {
+        s.talker.top_k = k;
+        s.code_predictor.top_k = k;
+    }
+    if let Some(p) = args.top_p {
+        s.talker.top_p = p;
+        s.code_predictor.top_p = p;
+    }
+    if let Some(r) = args.repetition_penalty {
+        s.repetition_penalty = r;
+    }
+    if args.greedy {
+        s = s.greedy();
+    }
+    s
+}
+
+/// Steps the engine until the session ends, with a progress line on stderr.
+fn generate(engine: &mut Engine, req: SessionRequest) -> anyhow::Result<(Vec<[u16; 16]>, FinishReason)> {
+    let id = engine.start(req)?;
+    let started = Instant::now();
+    let mut codes = Vec::new();
+    loop {
+        for out in engine.step()? {
+            if out.id != id {
+                continue;
+            }
+            if let Some(f) = out.frame {
+                codes.push(f.codes);
+                if codes.len() % 25 == 0 {
+                    let secs = started.elapsed().as_secs_f64();
+                    eprint!("\rframe {} ({:.1} s of audio, {:.1} frames/s)", codes.len(), codes.len() as f64 * 0.08, codes.len() as f64 / secs);
+                    let _ = std::io::stderr().flush();
+                }
+            }
+            if let Some(reason) = out.finished {
+                if codes.len() >= 25 {
+                    eprintln!();
+                }
+                return Ok((codes, reason));
+            }
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! Server configuration: `config/default.toml` documents every key. A file, then `LYRE_*`
+//! environment variables, then command-line flags; unknown keys are errors, so typos surface
+//! in `lyre check-config`.
+
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    pub server: ServerSection,
+    pub model: ModelSection,
+    pub engine: EngineSection,
+    pub limits: LimitsSection,
+    pub auth: AuthSection,
+    pub logging: LoggingSection,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSection {
+    pub listen: String,
+    pub request_timeout_s: u64,
+    pub max_body_bytes: usize,
+    pub cors_origins: Vec<String>,
+    pub drain_timeout_s: u64,
+}
+
+impl Default for ServerSection {
+    fn default() -> Self {
+        ServerSection {
+            listen: "0.0.0.0:8080".into(),
+            request_timeout_s: 300,
+            max_body_bytes: 1 << 20,
+            cors_origins: Vec::new(),
+            drain_timeout_s: 30,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelSection {
+    pub dir: String,
+    pub repo: String,
+    pub allow_cpu_adapter: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineSection {
+    pub max_sessions: usize,
+    pub max_queue: usize,
+    pub max_positions: usize,
+    pub max_rows_per_tick: usize,
+}
+
+impl Default for EngineSection {
+    fn default() -> Self {
+        EngineSection { max_sessions: 32, max_queue: 64, max_positions: 4096, max_rows_per_tick: 1024 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsSection {
+    pub max_text_chars: usize,
+    pub max_frames: u32,
+    pub max_ws_messages_per_second: u32,
+    pub max_ws_message_bytes: usize,
+    pub ws_idle_timeout_s: u64,
+}
+
+impl Default for LimitsSection {
+    fn default() -> Self {
+        LimitsSection {
+            max_text_chars: 4096,
+            max_frames: 0,
+            max_ws_messages_per_second: 50,
+            max_ws_message_bytes: 65536,
+            ws_idle_timeout_s: 60,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthSection {
+    pub api_keys: Vec<String>,
+    pub max_sessions_per_key: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoggingSection {
+    pub json: bool,
+    pub level: String,
+}
+
+impl Default for LoggingSection {
+    fn default() -> Self {
+        LoggingSection { json: false, level: "info".into() }
+    }
+}
+
+impl ServerConfig {
+    /// Reads `path` (if any), applies `LYRE_*` variables from `env`, and validates.
+    pub fn load(path: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> anyhow::Result<Self> {
+        let mut table = match path {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+                text.parse::<toml::Table>().with_context(|| format!("{}: invalid TOML", p.display()))?
+            }
+            None => toml::Table::new(),
+        };
+        apply_env(&mut table, env)?;
+        let cfg: ServerConfig = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e| anyhow!("{}: {e}", path.map_or("configuration".into(), |p| p.display().to_string())))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        self.server.listen.parse::<std::net::SocketAddr>().with_context(|| {
+            format!("server.listen: `{}` is not an address like 0.0.0.0:8080", self.server.listen)
+        })?;
+        let e = &self.engine;
+        if e.max_sessions == 0 || e.max_sessions > 4096 {
+            bail!("engine.max_sessions: must be in 1..=4096, got {}", e.max_sessions);
+        }
+        if e.max_positions < 64 {
+            bail!("engine.max_positions: must be at least 64, got {}", e.max_positions);
+        }
+        if e.max_rows_per_tick < 16 {
+            bail!("engine.max_rows_per_tick: must be at least 16, got {}", e.max_rows_per_tick);
+        }
+        if self.limits.max_text_chars == 0 {
+            bail!("limits.max_text_chars: must be at least 1");
+        }
+        if self.limits.max_ws_messages_per_second == 0 {
+            bail!("limits.max_ws_messages_per_second: must be at least 1");
+        }
+        if !self.model.dir.is_empty() && !self.model.repo.is_empty() {
+            bail!("model.dir and model.repo are both set; choose one");
+        }
+        if self.auth.api_keys.iter().any(|k| k.len() < 8) {
+            bail!("auth.api_keys: every key must have at least 8 characters");
+        }
+        Ok(())
+    }
+}
+
+const SECTIONS: &[&str] = &["server", "model", "engine", "limits", "auth", "logging"];
+
+/// `LYRE_ENGINE_MAX_SESSIONS=64` sets `[engine] max_sessions = 64`. The value's type follows
+/// the key's default; lists are comma-separated. Variables that name no key are errors.
+fn apply_env(table: &mut toml::Table, env: impl IntoIterator<Item = (String, String)>) -> anyhow::Result<()> {
+    let defaults = toml::Table::try_from(ServerConfig::default()).expect("defaults serialise");
+    for (name, value) in env {
+        let Some(rest) = name.strip_prefix("LYRE_") else { continue };
+        let rest = rest.to_lowercase();
+        let Some(section) = SECTIONS.iter().find(|s| rest.starts_with(&format!("{s}_"))) else { continue };
+        let key = &rest[section.len() + 1..];
+        let Some(default) = defaults.get(*section).and_then(|t| t.get(key)) else {
+            bail!("{name}: no key `{key}` in section [{section}]");
+        };
+        let parsed = match default {
+            toml::Value::Boolean(_) => toml::Value::Boolean(parse_bool(&value).with_context(|| name.clone())?),
+            toml::Value::Integer(_) => toml::Value::Integer(value.trim().parse().with_context(|| format!("{name}: not an integer"))?),
+            toml::Value::Array(_) => toml::Value::Array(
+                value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| toml::Value::String(s.into())).collect(),
+            ),
+            _ => toml::Value::String(value),
+        };
+        let entry = table.entry(section.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
+        let toml::Value::Table(t) = entry else { bail!("[{section}] is not a table") };
+        t.insert(key.to_string(), parsed);
+    }
+    Ok(())
+}
+
+fn parse_bool(s: &str) -> anyhow::Result<bool> {
+    match s.trim().to_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" | "" => Ok(false),
+        other => bail!("`{other}` is not a boolean"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    }
+
+    #[test]
+    fn the_shipped_default_file_equals_the_built_in_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/default.toml");
+        assert_eq!(ServerConfig::load(Some(&path), vec![]).unwrap(), ServerConfig::default());
+        let dev = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/dev.toml");
+        ServerConfig::load(Some(&dev), vec![]).unwrap();
+    }
+
+    #[test]
+    fn environment_overrides_the_file_with_typed_values() {
+        let cfg = ServerConfig::load(
+            None,
+            env(&[
+                ("LYRE_ENGINE_MAX_SESSIONS", "7"),
+                ("LYRE_MODEL_ALLOW_CPU_ADAPTER", "true"),
+                ("LYRE_SERVER_CORS_ORIGINS", "http://a, http://b"),
+                ("LYRE_LOG", "debug"),
+                ("PATH", "/bin"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(cfg.engine.max_sessions, 7);
+        assert!(cfg.model.allow_cpu_adapter);
+        assert_eq!(cfg.server.cors_origins, vec!["http://a", "http://b"]);
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let e = ServerConfig::load(None, env(&[("LYRE_ENGINE_MAX_SESION", "7")])).unwrap_err();
+        assert!(format!("{e:#}").contains("max_sesion"), "{e:#}");
+        let e = ServerConfig::load(None, env(&[("LYRE_ENGINE_MAX_SESSIONS", "lots")])).unwrap_err();
+        assert!(format!("{e:#}").contains("LYRE_ENGINE_MAX_SESSIONS"), "{e:#}");
+        let e = ServerConfig::load(None, env(&[("LYRE_SERVER_LISTEN", "nowhere")])).unwrap_err();
+        assert!(format!("{e:#}").contains("server.listen"), "{e:#}");
+        let dir = std::env::temp_dir().join(format!("lyre-cfg-{}.toml", std::process::id()));
+        std::fs::write(&dir, "[engine]\nmax_sesions = 3\n").unwrap();
+        let e = ServerConfig::load(Some(&dir), vec![]).unwrap_err();
+        assert!(format!("{e:#}").contains("max_sesions"), "{e:#}");
+        std::fs::remove_file(dir).unwrap();
+    }
+}

@@ -1,0 +1,172 @@
+//! Optional API keys. HTTP clients send `Authorization: Bearer KEY`; browsers opening a
+//! WebSocket may send `?token=KEY` or the subprotocol `lyre.token.KEY`. Keys are compared in
+//! constant time and never logged; each key may hold a bounded number of sessions.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Request, State};
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use subtle::ConstantTimeEq;
+
+use super::error::ApiError;
+use super::AppState;
+use crate::errors::Failure;
+
+/// Which configured key a request presented (its index, never the key itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyId(pub usize);
+
+#[derive(Debug, Default)]
+pub struct KeyRegistry {
+    keys: Vec<Vec<u8>>,
+    max_sessions_per_key: usize,
+    active: Mutex<HashMap<KeyId, usize>>,
+}
+
+impl KeyRegistry {
+    pub fn new(keys: &[String], max_sessions_per_key: usize) -> Self {
+        KeyRegistry {
+            keys: keys.iter().map(|k| k.as_bytes().to_vec()).collect(),
+            max_sessions_per_key,
+            active: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        !self.keys.is_empty()
+    }
+
+    /// The key `presented` matches, checking every key so the time does not depend on which.
+    pub fn identify(&self, presented: &[u8]) -> Option<KeyId> {
+        let mut found = None;
+        for (i, key) in self.keys.iter().enumerate() {
+            if bool::from(key.as_slice().ct_eq(presented)) && found.is_none() {
+                found = Some(KeyId(i));
+            }
+        }
+        found
+    }
+
+    /// Takes one of the key's session slots, or refuses with 429.
+    pub fn acquire(self: &Arc<Self>, key: Option<KeyId>) -> Result<KeySlot, Failure> {
+        let Some(key) = key.filter(|_| self.max_sessions_per_key > 0) else {
+            return Ok(KeySlot { registry: None, key: KeyId(0) });
+        };
+        let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        let n = active.entry(key).or_insert(0);
+        if *n >= self.max_sessions_per_key {
+            return Err(Failure::new(
+                429,
+                "key_busy",
+                format!("this API key already has {} sessions open", self.max_sessions_per_key),
+            ));
+        }
+        *n += 1;
+        Ok(KeySlot { registry: Some(self.clone()), key })
+    }
+}
+
+/// Held while a session runs; releases the key's slot when dropped.
+#[derive(Debug)]
+pub struct KeySlot {
+    registry: Option<Arc<KeyRegistry>>,
+    key: KeyId,
+}
+
+impl Drop for KeySlot {
+    fn drop(&mut self) {
+        if let Some(r) = &self.registry {
+            let mut active = r.active.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(n) = active.get_mut(&self.key) {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
+}
+
+/// Middleware on every `/v1` route.
+pub async fn require_key(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    if !state.keys.enabled() {
+        return next.run(req).await;
+    }
+    match presented_key(&req).and_then(|k| state.keys.identify(&k)) {
+        Some(id) => {
+            req.extensions_mut().insert(id);
+            next.run(req).await
+        }
+        None => {
+            let mut resp = ApiError(Failure::new(401, "unauthorized", "a valid API key is required")).into_response();
+            resp.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer"));
+            resp
+        }
+    }
+}
+
+fn presented_key(req: &Request) -> Option<Vec<u8>> {
+    let headers = req.headers();
+    if let Some(v) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
+        if let Some(k) = v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")) {
+            return Some(k.trim().as_bytes().to_vec());
+        }
+    }
+    if let Some(protocols) = headers.get("sec-websocket-protocol").and_then(|v| v.to_str().ok()) {
+        if let Some(k) = protocols.split(',').map(str::trim).find_map(|p| p.strip_prefix("lyre.token.")) {
+            return Some(k.as_bytes().to_vec());
+        }
+    }
+    let query = req.uri().query()?;
+    query.split('&').find_map(|kv| kv.strip_prefix("token=")).map(|k| percent_decode(k).into_bytes())
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let hex = |c: u8| (c as char).to_digit(16);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(if b[i] == b'+' { b' ' } else { b[i] });
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_matched_exactly() {
+        let r = KeyRegistry::new(&["secret-one".into(), "secret-two".into()], 0);
+        assert_eq!(r.identify(b"secret-two"), Some(KeyId(1)));
+        assert_eq!(r.identify(b"secret-tw"), None);
+        assert_eq!(r.identify(b"secret-two "), None);
+        assert_eq!(r.identify(b""), None);
+    }
+
+    #[test]
+    fn per_key_sessions_are_bounded_and_released() {
+        let r = Arc::new(KeyRegistry::new(&["secret-one".into()], 2));
+        let a = r.acquire(Some(KeyId(0))).unwrap();
+        let _b = r.acquire(Some(KeyId(0))).unwrap();
+        assert_eq!(r.acquire(Some(KeyId(0))).unwrap_err().status, 429);
+        drop(a);
+        r.acquire(Some(KeyId(0))).unwrap();
+    }
+
+    #[test]
+    fn query_tokens_are_percent_decoded() {
+        assert_eq!(percent_decode("a%2Fb%3d+c"), "a/b= c");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz"), "%zz");
+    }
+}

@@ -1,0 +1,99 @@
+//! One error shape for every endpoint, OpenAI-compatible:
+//! `{"error": {"message", "type", "param", "code"}}`, with `Retry-After` on 429 and 503.
+
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use crate::errors::Failure;
+
+/// Seconds a client should wait before retrying a 429 or 503.
+pub const RETRY_AFTER_S: u32 = 1;
+
+#[derive(Debug)]
+pub struct ApiError(pub Failure);
+
+impl From<Failure> for ApiError {
+    fn from(f: Failure) -> Self {
+        ApiError(f)
+    }
+}
+
+pub fn error_body(f: &Failure) -> serde_json::Value {
+    let kind = if f.status < 500 { "invalid_request_error" } else { "server_error" };
+    serde_json::json!({
+        "error": { "message": f.message, "type": kind, "param": f.field, "code": f.code }
+    })
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let f = self.0;
+        metrics::counter!("lyre_errors_total", "code" => f.code).increment(1);
+        let status = StatusCode::from_u16(f.status).unwrap_or(StatusCode::BAD_REQUEST);
+        let mut resp = (status, axum::Json(error_body(&f))).into_response();
+        if f.status == 429 || f.status == 503 {
+            resp.headers_mut().insert("retry-after", HeaderValue::from(RETRY_AFTER_S));
+        }
+        resp
+    }
+}
+
+/// Parses a JSON body, naming the field at fault (e.g. `top_k: invalid type: string "x"`).
+pub fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let message = format!("invalid JSON body: {inner}");
+        let field = if path == "." { None } else { Some(path) };
+        ApiError(Failure { status: 400, code: "invalid_json", message, field })
+    })
+}
+
+/// Reads a request body up to `limit` bytes (413 beyond).
+pub async fn read_body(body: axum::body::Body, limit: usize) -> Result<axum::body::Bytes, ApiError> {
+    axum::body::to_bytes(body, limit).await.map_err(|_| {
+        ApiError(Failure::new(413, "body_too_large", format!("the request body exceeds {limit} bytes")))
+    })
+}
+
+/// A JSON object body, from which an endpoint takes its own keys before the shared ones.
+pub struct JsonObject(pub serde_json::Map<String, serde_json::Value>);
+
+impl JsonObject {
+    pub fn parse(bytes: &[u8]) -> Result<Self, ApiError> {
+        match parse_json::<serde_json::Value>(bytes)? {
+            serde_json::Value::Object(m) => Ok(JsonObject(m)),
+            _ => Err(ApiError(Failure::new(400, "invalid_json", "the body must be a JSON object"))),
+        }
+    }
+
+    /// Removes `key`; `None` when absent or null; a 400 naming it when not a string.
+    pub fn take_string(&mut self, key: &str) -> Result<Option<String>, ApiError> {
+        match self.0.remove(key) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(ApiError(Failure::invalid(key, format!("must be a string, got {other}")))),
+        }
+    }
+
+    pub fn require_string(&mut self, key: &str) -> Result<String, ApiError> {
+        self.take_string(key)?.ok_or_else(|| ApiError(Failure::invalid(key, "is required")))
+    }
+
+    /// Deserializes what is left, rejecting unknown keys by name.
+    pub fn rest<T: serde::de::DeserializeOwned>(self) -> Result<T, ApiError> {
+        serde_path_to_error::deserialize(serde_json::Value::Object(self.0)).map_err(|e| {
+            let path = e.path().to_string();
+            let message = e.into_inner().to_string();
+            let field = if path == "." { unknown_field(&message) } else { Some(path) };
+            ApiError(Failure { status: 400, code: "invalid_request", message, field })
+        })
+    }
+}
+
+/// serde reports an unknown key at the root as "unknown field `x`, expected ...".
+fn unknown_field(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    Some(rest[..rest.find('`')?].to_string())
+}

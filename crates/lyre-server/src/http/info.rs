@@ -1,0 +1,116 @@
+//! Discovery and health: voices, models, liveness, readiness, metrics, the start page.
+
+use std::sync::atomic::Ordering;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+use axum::Json;
+use lyre_engine::checkpoint::config::ModelType;
+
+use super::error::ApiError;
+use super::AppState;
+use crate::errors::Failure;
+
+pub const DEMO_NOTE: &str = "built-in demo model with random weights: it speaks noise; start the server \
+                             with --model-dir or --model to load a real Qwen3-TTS checkpoint";
+
+/// The served model's id, e.g. `qwen3-tts-12hz-0.6b-customvoice`.
+pub fn model_id(state: &AppState) -> String {
+    if state.demo {
+        return "lyre-demo".into();
+    }
+    state.model.describe().to_lowercase().replace(' ', "-")
+}
+
+pub async fn voices(State(state): State<AppState>) -> Json<serde_json::Value> {
+    let cfg = &state.model.config;
+    let t = &cfg.talker_config;
+    let voices: Vec<serde_json::Value> = t
+        .spk_id
+        .keys()
+        .map(|name| {
+            let dialect = t.spk_is_dialect.get(name).and_then(|d| d.language());
+            serde_json::json!({ "name": name, "kind": "preset", "dialect": dialect })
+        })
+        .collect();
+    Json(serde_json::json!({
+        "model": model_id(&state),
+        "model_type": cfg.tts_model_type.as_str(),
+        "voices": voices,
+        "languages": lyre_engine::prompt::languages(cfg),
+        "instruct": instruct_support(&state),
+    }))
+}
+
+fn instruct_support(state: &AppState) -> &'static str {
+    let cfg = &state.model.config;
+    match cfg.tts_model_type {
+        ModelType::VoiceDesign => "required",
+        ModelType::CustomVoice if cfg.tts_model_size != "0b6" => "optional",
+        _ => "unsupported",
+    }
+}
+
+pub async fn models(State(state): State<AppState>) -> Json<serde_json::Value> {
+    let mut entry = serde_json::json!({
+        "id": model_id(&state),
+        "object": "model",
+        "owned_by": "lyre",
+        "description": state.model.describe(),
+        "model_type": state.model.config.tts_model_type.as_str(),
+        "sample_rate": 24000,
+        "demo": state.demo,
+    });
+    if state.demo {
+        entry["note"] = DEMO_NOTE.into();
+    }
+    Json(serde_json::json!({ "object": "list", "data": [entry] }))
+}
+
+/// Liveness: the process answers and its GPU worker has not died.
+pub async fn healthz(State(state): State<AppState>) -> Response {
+    let fatal = state.scheduler.shared.fatal.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    match fatal {
+        None => Json(serde_json::json!({ "status": "ok" })).into_response(),
+        Some(reason) => {
+            (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({ "status": "failed", "reason": reason })))
+                .into_response()
+        }
+    }
+}
+
+/// Readiness: model loaded, warm-up frame done, not draining.
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    let s = &state.scheduler.shared;
+    let body = serde_json::json!({
+        "ready": s.is_ready(),
+        "draining": s.draining.load(Ordering::SeqCst),
+        "live_sessions": s.live.load(Ordering::SeqCst),
+        "queued_sessions": s.queued(),
+    });
+    let status = if s.is_ready() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(body)).into_response()
+}
+
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    match &state.metrics {
+        Some(h) => ([("content-type", "text/plain; version=0.0.4")], h.render()).into_response(),
+        None => ApiError(Failure::new(404, "not_found", "metrics are not enabled")).into_response(),
+    }
+}
+
+pub async fn index(State(state): State<AppState>) -> Html<String> {
+    let note = if state.demo { format!("<p><strong>Note:</strong> {DEMO_NOTE}.</p>") } else { String::new() };
+    Html(format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Lyre</title></head><body>\
+         <h1>Lyre</h1><p>Serving {}.</p>{note}<p>API: <code>POST /v1/tts</code>, \
+         <code>POST /v1/audio/speech</code>, <code>GET /v1/tts/stream</code> (WebSocket), \
+         <code>GET /v1/voices</code>.</p></body></html>",
+        state.model.describe()
+    ))
+}
+
+pub async fn not_found() -> ApiError {
+    ApiError(Failure::new(404, "not_found", "no such endpoint"))
+}

@@ -1,0 +1,85 @@
+//! The HTTP and WebSocket front end.
+
+mod auth;
+mod error;
+mod info;
+mod openai;
+mod request;
+mod stream;
+mod tts;
+mod ws;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::routing::{get, post};
+use axum::Router;
+use lyre_engine::checkpoint::ModelDir;
+use metrics_exporter_prometheus::PrometheusHandle;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::trace::TraceLayer;
+
+pub use auth::KeyRegistry;
+pub use error::{ApiError, RETRY_AFTER_S};
+pub use request::{SynthesisFields, Validator};
+
+use crate::config::ServerConfig;
+use crate::scheduler::Scheduler;
+
+/// Everything the handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    pub scheduler: Scheduler,
+    pub model: Arc<ModelDir>,
+    pub config: Arc<ServerConfig>,
+    pub metrics: Option<PrometheusHandle>,
+    pub keys: Arc<KeyRegistry>,
+    /// True for the built-in demo model, which speaks noise.
+    pub demo: bool,
+}
+
+impl AppState {
+    pub fn validator(&self) -> Validator<'_> {
+        Validator { model: &self.model, limits: &self.config.limits }
+    }
+}
+
+/// The whole API.
+pub fn router(state: AppState) -> Router {
+    let cors = cors_layer(&state.config.server.cors_origins);
+    let api = Router::new()
+        .route("/v1/tts", post(tts::handle))
+        .route("/v1/audio/speech", post(openai::handle))
+        .route("/v1/tts/stream", get(ws::handle))
+        .route("/v1/voices", get(info::voices))
+        .route("/v1/models", get(info::models))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_key));
+    let open = Router::new()
+        .route("/", get(info::index))
+        .route("/healthz", get(info::healthz))
+        .route("/readyz", get(info::readyz))
+        .route("/metrics", get(info::metrics));
+    let mut app = api.merge(open).fallback(info::not_found).with_state(state).layer(TraceLayer::new_for_http());
+    if let Some(cors) = cors {
+        app = app.layer(cors);
+    }
+    app
+}
+
+fn cors_layer(origins: &[String]) -> Option<CorsLayer> {
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| o.parse().ok()))
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods(tower_http::cors::Any)
+            .allow_headers(tower_http::cors::Any)
+            .max_age(Duration::from_secs(600)),
+    )
+}

@@ -1,0 +1,76 @@
+//! `POST /v1/audio/speech`: OpenAI's text-to-speech request and responses. Audio streams as
+//! it is generated (chunked), or as Server-Sent Events with `stream_format: "sse"`.
+
+use axum::extract::{Request, State};
+use axum::http::HeaderValue;
+use axum::response::{IntoResponse, Response};
+use lyre_engine::prompt::TextMode;
+
+use super::auth::KeyId;
+use super::error::{read_body, ApiError, JsonObject};
+use super::request::SynthesisFields;
+use super::stream::{chunked_body, sse};
+use super::AppState;
+use crate::audio::AudioFormat;
+use crate::errors::Failure;
+
+/// OpenAI's formats that Lyre does not produce.
+const UNSUPPORTED_FORMATS: &[&str] = &["aac"];
+
+pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Response, ApiError> {
+    let key = req.extensions().get::<KeyId>().copied();
+    let bytes = read_body(req.into_body(), state.config.server.max_body_bytes).await?;
+    let mut body = JsonObject::parse(&bytes)?;
+    let model = body.require_string("model")?;
+    if model.trim().is_empty() {
+        return Err(Failure::invalid("model", "is empty").into());
+    }
+    let input = body.require_string("input")?;
+    let instructions = body.take_string("instructions")?;
+    let format = response_format(body.take_string("response_format")?)?;
+    let stream_format = body.take_string("stream_format")?;
+    check_speed(body.0.remove("speed"))?;
+    let mut fields: SynthesisFields = body.rest()?;
+    if instructions.is_some() {
+        fields.instruct = instructions;
+    }
+    if fields.voice.is_none() {
+        return Err(Failure::invalid("voice", "is required").into());
+    }
+    let tokens = state.validator().check_text(&input, "input")?;
+    let request = state
+        .validator()
+        .build(&fields, Some(&input), TextMode::NonStreaming)
+        .map_err(|f| if f.field.as_deref() == Some("text") { f.with_field("input") } else { f })?;
+    let slot = state.keys.acquire(key)?;
+    let span = tracing::info_span!("speech", format = %format);
+    let handle = state.scheduler.submit(request, span)?;
+    match stream_format.as_deref() {
+        None | Some("audio") => {
+            let mut resp = chunked_body(handle, format, slot)?.into_response();
+            resp.headers_mut().insert("content-type", HeaderValue::from_static(format.content_type()));
+            Ok(resp)
+        }
+        Some("sse") => Ok(sse(handle, format, slot, tokens)?.into_response()),
+        Some(other) => Err(Failure::invalid("stream_format", format!("`{other}` is not `audio` or `sse`")).into()),
+    }
+}
+
+fn response_format(name: Option<String>) -> Result<AudioFormat, ApiError> {
+    let Some(name) = name else { return Ok(AudioFormat::Mp3) };
+    if UNSUPPORTED_FORMATS.contains(&name.to_ascii_lowercase().as_str()) {
+        return Err(Failure::invalid("response_format", format!("`{name}` is not supported; use mp3, opus, wav, flac or pcm")).into());
+    }
+    name.parse().map_err(|e: crate::audio::AudioError| Failure::invalid("response_format", e.to_string()).into())
+}
+
+fn check_speed(speed: Option<serde_json::Value>) -> Result<(), ApiError> {
+    match speed {
+        None | Some(serde_json::Value::Null) => Ok(()),
+        Some(v) => match v.as_f64() {
+            Some(s) if (s - 1.0).abs() < 1e-9 => Ok(()),
+            Some(s) => Err(Failure::invalid("speed", format!("only 1.0 is supported, got {s}")).into()),
+            None => Err(Failure::invalid("speed", format!("must be a number, got {v}")).into()),
+        },
+    }
+}

@@ -1,0 +1,151 @@
+//! The synthesis fields shared by every endpoint, and their validation into an engine
+//! [`SessionRequest`]. Errors name the field.
+
+use lyre_engine::checkpoint::ModelDir;
+use lyre_engine::policy::{check_voice_and_instruct, default_max_frames};
+use lyre_engine::prompt::{prefix_rows, PromptSpec, TextMode, VoiceSpec};
+use lyre_engine::sampling::SamplingParams;
+use lyre_engine::{SessionRequest, TextInput};
+use serde::Deserialize;
+
+use crate::config::LimitsSection;
+use crate::errors::Failure;
+
+/// Voice, language, style and sampling, as every endpoint accepts them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SynthesisFields {
+    pub voice: Option<String>,
+    pub language: Option<String>,
+    pub instruct: Option<String>,
+    /// `whole` (the text goes into the prompt) or `streaming` (one token per frame).
+    pub text_mode: Option<String>,
+    pub seed: Option<u64>,
+    pub temperature: Option<f32>,
+    pub top_k: Option<u32>,
+    pub top_p: Option<f32>,
+    pub repetition_penalty: Option<f32>,
+    /// Both models greedy (deterministic, like `--greedy`).
+    pub greedy: Option<bool>,
+    pub max_frames: Option<u32>,
+}
+
+/// What validation needs to know about the served model.
+pub struct Validator<'a> {
+    pub model: &'a ModelDir,
+    pub limits: &'a LimitsSection,
+}
+
+impl Validator<'_> {
+    /// Checks the text of a whole-text request; returns its token count.
+    pub fn check_text(&self, text: &str, field: &str) -> Result<usize, Failure> {
+        if text.trim().is_empty() {
+            return Err(Failure::invalid(field, "is empty"));
+        }
+        let chars = text.chars().count();
+        if chars > self.limits.max_text_chars {
+            return Err(Failure::new(
+                413,
+                "text_too_long",
+                format!("{chars} characters; the limit is {}", self.limits.max_text_chars),
+            )
+            .with_field(field));
+        }
+        if let Some(tok) = self.model.tokenizer.find_reserved(text) {
+            return Err(Failure::invalid(field, format!("contains the reserved token `{tok}`")));
+        }
+        let ids = self.model.tokenizer.assistant_text_ids(text).map_err(|e| Failure::from(&e).with_field(field))?;
+        Ok(ids.len().saturating_sub(8))
+    }
+
+    /// Builds the engine request. `text` is `None` for text that will be streamed.
+    pub fn build(
+        &self,
+        fields: &SynthesisFields,
+        text: Option<&str>,
+        default_mode: TextMode,
+    ) -> Result<SessionRequest, Failure> {
+        let cfg = &self.model.config;
+        let tokens = match text {
+            Some(t) => self.check_text(t, "text")?,
+            None => self.limits.max_text_chars,
+        };
+        let voice = match &fields.voice {
+            Some(v) if !v.trim().is_empty() => VoiceSpec::Speaker(v.trim().to_string()),
+            _ => VoiceSpec::None,
+        };
+        let instruct = fields.instruct.clone().filter(|s| !s.trim().is_empty());
+        if let Some(i) = &instruct {
+            if let Some(tok) = self.model.tokenizer.find_reserved(i) {
+                return Err(Failure::invalid("instruct", format!("contains the reserved token `{tok}`")));
+            }
+            if i.chars().count() > self.limits.max_text_chars {
+                return Err(Failure::new(413, "text_too_long", "instruct is too long").with_field("instruct"));
+            }
+        }
+        if matches!(voice, VoiceSpec::None) && cfg.tts_model_type == lyre_engine::checkpoint::config::ModelType::CustomVoice {
+            let valid = lyre_engine::prompt::speakers(cfg).join(", ");
+            return Err(Failure::new(400, "unknown_voice", format!("give a voice; this model has: {valid}"))
+                .with_field("voice"));
+        }
+        check_voice_and_instruct(cfg, &voice, instruct.as_deref()).map_err(|e| Failure::from(&e))?;
+        let language = fields.language.clone().unwrap_or_else(|| "auto".into());
+        // The prompt prefix checks the speaker and the language exactly as the engine will.
+        let spec = PromptSpec { voice: &voice, language: &language, instruct_ids: None };
+        let role = self.model.tokenizer.assistant_text_ids("").map_err(|e| Failure::from(&e))?;
+        prefix_rows(cfg, &spec, &[role[0], role[1], role[2]]).map_err(|e| Failure::from(&e))?;
+        let mode = match fields.text_mode.as_deref() {
+            None => default_mode,
+            Some("whole") | Some("non_streaming") => TextMode::NonStreaming,
+            Some("streaming") => TextMode::Streaming,
+            Some(other) => {
+                return Err(Failure::invalid("text_mode", format!("`{other}` is not `whole` or `streaming`")));
+            }
+        };
+        let sampling = self.sampling(fields)?;
+        let cap = default_max_frames(tokens, &self.model.generation);
+        let cap = if self.limits.max_frames > 0 { cap.min(self.limits.max_frames) } else { cap };
+        let max_frames = match fields.max_frames {
+            Some(0) => return Err(Failure::invalid("max_frames", "must be at least 1")),
+            Some(n) => n.min(cap),
+            None => cap,
+        };
+        Ok(SessionRequest {
+            text: match text {
+                Some(t) => TextInput::Whole(t.to_string()),
+                None => TextInput::Streamed,
+            },
+            voice,
+            language,
+            instruct,
+            mode,
+            sampling,
+            max_frames,
+        })
+    }
+
+    fn sampling(&self, f: &SynthesisFields) -> Result<SamplingParams, Failure> {
+        let seed = f.seed.unwrap_or_else(rand::random);
+        let mut s = SamplingParams::from_generation_config(&self.model.generation, seed);
+        if let Some(t) = f.temperature {
+            s.talker.temperature = t;
+            s.code_predictor.temperature = t;
+        }
+        if let Some(k) = f.top_k {
+            s.talker.top_k = k;
+            s.code_predictor.top_k = k;
+        }
+        if let Some(p) = f.top_p {
+            s.talker.top_p = p;
+            s.code_predictor.top_p = p;
+        }
+        if let Some(r) = f.repetition_penalty {
+            s.repetition_penalty = r;
+        }
+        if f.greedy == Some(true) {
+            s = s.greedy();
+        }
+        s.validate().map_err(|e| Failure::from(&e))?;
+        Ok(s)
+    }
+}

@@ -1,0 +1,136 @@
+//! Turning a session's events into HTTP responses: a whole clip, a chunked audio stream, or
+//! Server-Sent Events.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::response::sse::{Event, Sse};
+use base64::Engine as _;
+use futures_util::stream::{self, Stream};
+
+use super::auth::KeySlot;
+use crate::audio::{stream_encoder, AudioFormat, FrameEncoder, SAMPLE_RATE};
+use crate::errors::Failure;
+use crate::scheduler::{DoneStats, SessionEvent, SessionHandle};
+
+/// A finished session's output.
+#[derive(Debug)]
+pub struct Clip {
+    pub samples: Vec<f32>,
+    pub codes: Vec<[u16; 16]>,
+    pub stats: DoneStats,
+}
+
+/// Reads events until the session ends; gives up after `timeout` (cancelling the session).
+pub async fn collect(handle: &mut SessionHandle, timeout: Duration) -> Result<Clip, Failure> {
+    let work = async {
+        let (mut samples, mut codes) = (Vec::new(), Vec::new());
+        loop {
+            match handle.recv().await {
+                Some(SessionEvent::Started { .. }) => {}
+                Some(SessionEvent::Frame(f)) => {
+                    samples.extend_from_slice(&f.pcm);
+                    codes.push(f.codes);
+                }
+                Some(SessionEvent::Done(stats)) => return Ok(Clip { samples, codes, stats }),
+                Some(SessionEvent::Error(f)) => return Err(f),
+                None => return Err(Failure::new(503, "session_lost", "the session ended unexpectedly")),
+            }
+        }
+    };
+    match tokio::time::timeout(timeout, work).await {
+        Ok(r) => r,
+        Err(_) => {
+            handle.cancel();
+            Err(Failure::new(504, "timeout", format!("synthesis took longer than {} s", timeout.as_secs())))
+        }
+    }
+}
+
+struct Streaming {
+    handle: SessionHandle,
+    encoder: Box<dyn FrameEncoder>,
+    done: bool,
+    _slot: KeySlot,
+}
+
+impl Streaming {
+    /// The next chunk of encoded audio, or the end. `Err` aborts the response mid-stream, the
+    /// only way a chunked HTTP body can report a failure after its status was sent.
+    async fn next_chunk(&mut self) -> Option<Result<Vec<u8>, Failure>> {
+        if self.done {
+            return None;
+        }
+        loop {
+            match self.handle.recv().await {
+                Some(SessionEvent::Started { .. }) => {}
+                Some(SessionEvent::Frame(f)) => match self.encoder.push(&f.pcm) {
+                    Ok(b) if b.is_empty() => {}
+                    Ok(b) => return Some(Ok(b)),
+                    Err(e) => return Some(Err(Failure::new(503, "encoder_error", e.to_string()))),
+                },
+                Some(SessionEvent::Done(_)) => {
+                    self.done = true;
+                    return match self.encoder.finish() {
+                        Ok(b) if b.is_empty() => None,
+                        Ok(b) => Some(Ok(b)),
+                        Err(e) => Some(Err(Failure::new(503, "encoder_error", e.to_string()))),
+                    };
+                }
+                Some(SessionEvent::Error(f)) => {
+                    self.done = true;
+                    return Some(Err(f));
+                }
+                None => {
+                    self.done = true;
+                    return Some(Err(Failure::new(503, "session_lost", "the session ended unexpectedly")));
+                }
+            }
+        }
+    }
+}
+
+fn streaming(handle: SessionHandle, format: AudioFormat, slot: KeySlot) -> Result<Streaming, Failure> {
+    let encoder = stream_encoder(format, SAMPLE_RATE).map_err(|e| Failure::invalid("response_format", e.to_string()))?;
+    Ok(Streaming { handle, encoder, done: false, _slot: slot })
+}
+
+/// Encoded audio sent chunk by chunk as frames are generated.
+pub fn chunked_body(handle: SessionHandle, format: AudioFormat, slot: KeySlot) -> Result<Body, Failure> {
+    let state = streaming(handle, format, slot)?;
+    let chunks = stream::unfold(state, |mut s| async move {
+        let item = s.next_chunk().await?;
+        Some((item.map(Bytes::from).map_err(|f| std::io::Error::other(f.to_string())), s))
+    });
+    Ok(Body::from_stream(chunks))
+}
+
+/// OpenAI's `stream_format: "sse"`: `speech.audio.delta` events with base64 audio, then
+/// `speech.audio.done` with usage, or an `error` event.
+pub fn sse(
+    handle: SessionHandle,
+    format: AudioFormat,
+    slot: KeySlot,
+    input_tokens: usize,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Failure> {
+    let state = (streaming(handle, format, slot)?, false);
+    let events = stream::unfold(state, move |(mut s, finished)| async move {
+        if finished {
+            return None;
+        }
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let (json, last) = match s.next_chunk().await {
+            Some(Ok(bytes)) => (serde_json::json!({ "type": "speech.audio.delta", "audio": b64.encode(bytes) }), false),
+            Some(Err(f)) => (serde_json::json!({ "type": "error", "error": super::error::error_body(&f)["error"] }), true),
+            None => {
+                let usage = serde_json::json!({
+                    "input_tokens": input_tokens, "output_tokens": 0, "total_tokens": input_tokens
+                });
+                (serde_json::json!({ "type": "speech.audio.done", "usage": usage }), true)
+            }
+        };
+        Some((Ok(Event::default().data(json.to_string())), (s, last)))
+    });
+    Ok(Sse::new(events))
+}

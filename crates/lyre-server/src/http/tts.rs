@@ -1,0 +1,58 @@
+//! `POST /v1/tts`: Lyre's own whole-clip endpoint.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::HeaderValue;
+use axum::response::{IntoResponse, Response};
+use lyre_engine::prompt::TextMode;
+use super::auth::KeyId;
+use super::error::{read_body, ApiError, JsonObject};
+use super::request::SynthesisFields;
+use super::stream::collect;
+use super::AppState;
+use crate::audio::{encode_clip, AudioFormat, SAMPLE_RATE};
+use crate::errors::Failure;
+
+pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Response, ApiError> {
+    let key = req.extensions().get::<KeyId>().copied();
+    let bytes = read_body(req.into_body(), state.config.server.max_body_bytes).await?;
+    let mut body = JsonObject::parse(&bytes)?;
+    let text = body.require_string("text")?;
+    let format = match body.take_string("format")?.as_deref() {
+        None => AudioFormat::Wav,
+        Some(f) => f.parse().map_err(|e: crate::audio::AudioError| Failure::invalid("format", e.to_string()))?,
+    };
+    let fields: SynthesisFields = body.rest()?;
+    let request = state.validator().build(&fields, Some(&text), TextMode::NonStreaming)?;
+    let _slot = state.keys.acquire(key)?;
+    let span = tracing::info_span!("tts", format = %format);
+    let mut handle = state.scheduler.submit(request, span)?;
+    let clip = collect(&mut handle, Duration::from_secs(state.config.server.request_timeout_s)).await?;
+    let audio =
+        encode_clip(format, &clip.samples, SAMPLE_RATE).map_err(|e| Failure::new(503, "encoder_error", e.to_string()))?;
+    let mut resp = Body::from(audio).into_response();
+    let h = resp.headers_mut();
+    h.insert("content-type", HeaderValue::from_static(format.content_type()));
+    h.insert("x-lyre-frames", HeaderValue::from(clip.stats.frames));
+    h.insert("x-lyre-finish-reason", HeaderValue::from_static(clip.stats.reason_str()));
+    h.insert("x-lyre-ttfa-ms", HeaderValue::from(clip.stats.ttfa_ms.round() as u64));
+    if let Ok(v) = HeaderValue::from_str(&codes_fingerprint(&clip.codes)) {
+        h.insert("x-lyre-codes-fnv1a", v);
+    }
+    Ok(resp)
+}
+
+/// FNV-1a (64-bit, hex) over the clip's codes as little-endian u16s, frame by frame: a
+/// fingerprint that lets clients compare runs without decoding audio.
+pub fn codes_fingerprint(codes: &[[u16; 16]]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for c in codes.iter().flatten() {
+        for b in c.to_le_bytes() {
+            hash ^= b as u64;
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{hash:016x}")
+}

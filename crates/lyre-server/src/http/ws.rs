@@ -1,0 +1,287 @@
+//! `GET /v1/tts/stream`: live sessions over a WebSocket. Text may keep arriving while audio
+//! plays; each 80 ms frame goes out as one binary message the moment its tick finishes.
+//! Closing the socket cancels the session. docs/protocol.md specifies the messages.
+
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream::SplitSink;
+use futures_util::{SinkExt, StreamExt};
+use lyre_engine::prompt::TextMode;
+
+use super::auth::{KeyId, KeySlot};
+use super::AppState;
+use crate::audio::{stream_encoder, AudioFormat, FrameEncoder, PcmStream, SAMPLE_RATE};
+use crate::errors::Failure;
+use crate::protocol::{ClientMessage, ServerMessage, StartMessage};
+use crate::scheduler::{SessionEvent, SessionHandle};
+
+pub async fn handle(State(state): State<AppState>, ws: WebSocketUpgrade, req: Request) -> Response {
+    let key = req.extensions().get::<KeyId>().copied();
+    ws.max_message_size(state.config.limits.max_ws_message_bytes)
+        .protocols(["lyre"])
+        .on_upgrade(move |socket| Connection::new(state, key).run(socket))
+        .into_response()
+}
+
+/// One live session on the socket.
+struct Active {
+    handle: SessionHandle,
+    encoder: Option<Box<dyn FrameEncoder>>,
+    format: &'static str,
+    send_codes: bool,
+    text_chars: usize,
+    text_ended: bool,
+    _slot: KeySlot,
+}
+
+struct Connection {
+    state: AppState,
+    key: Option<KeyId>,
+    session: Option<Active>,
+    last_client_message: Instant,
+    window_start: Instant,
+    window_count: u32,
+}
+
+type Sink = SplitSink<WebSocket, Message>;
+
+enum Flow {
+    Continue,
+    Close,
+}
+
+impl Connection {
+    fn new(state: AppState, key: Option<KeyId>) -> Self {
+        let now = Instant::now();
+        Connection { state, key, session: None, last_client_message: now, window_start: now, window_count: 0 }
+    }
+
+    async fn run(mut self, socket: WebSocket) {
+        let (mut sink, mut stream) = socket.split();
+        let mut idle_check = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            let flow = tokio::select! {
+                msg = stream.next() => match msg {
+                    Some(Ok(msg)) => self.on_client(msg, &mut sink).await,
+                    _ => Flow::Close,
+                },
+                ev = next_event(&mut self.session) => self.on_event(ev, &mut sink).await,
+                _ = idle_check.tick() => self.check_idle(&mut sink).await,
+            };
+            if matches!(flow, Flow::Close) {
+                break;
+            }
+        }
+        // Dropping the session handle cancels it and frees its slot.
+        self.session = None;
+        let _ = sink.close().await;
+    }
+
+    async fn on_client(&mut self, msg: Message, sink: &mut Sink) -> Flow {
+        self.last_client_message = Instant::now();
+        if !self.within_rate() {
+            let f = Failure::new(429, "rate_limited", "too many messages; the connection is closed");
+            send(sink, &ServerMessage::error(&f)).await;
+            return Flow::Close;
+        }
+        let text = match msg {
+            Message::Text(t) => t,
+            Message::Binary(_) => {
+                let f = Failure::new(400, "invalid_message", "binary messages are not accepted; send JSON text");
+                return self.reply(sink, &ServerMessage::error(&f)).await;
+            }
+            Message::Close(_) => return Flow::Close,
+            Message::Ping(_) | Message::Pong(_) => return Flow::Continue,
+        };
+        let parsed: ClientMessage = match serde_json::from_str(text.as_str()) {
+            Ok(m) => m,
+            Err(e) => {
+                let f = Failure::new(400, "invalid_message", format!("not a valid message: {e}"));
+                return self.reply(sink, &ServerMessage::error(&f)).await;
+            }
+        };
+        let result = match parsed {
+            ClientMessage::Start(start) => self.start(start),
+            ClientMessage::Text { text } => self.append(text),
+            ClientMessage::End {} => self.end(),
+            ClientMessage::Cancel {} => {
+                if let Some(mut s) = self.session.take() {
+                    s.handle.cancel();
+                    let f = Failure::new(499, "cancelled", "the session was cancelled by the client");
+                    send(sink, &ServerMessage::error(&f)).await;
+                }
+                Ok(())
+            }
+        };
+        match result {
+            Ok(()) => Flow::Continue,
+            Err(f) => self.reply(sink, &ServerMessage::error(&f)).await,
+        }
+    }
+
+    fn within_rate(&mut self) -> bool {
+        if self.window_start.elapsed() >= Duration::from_secs(1) {
+            self.window_start = Instant::now();
+            self.window_count = 0;
+        }
+        self.window_count += 1;
+        self.window_count <= self.state.config.limits.max_ws_messages_per_second
+    }
+
+    fn start(&mut self, start: StartMessage) -> Result<(), Failure> {
+        if self.session.is_some() {
+            return Err(Failure::new(409, "session_active", "a session is already running on this socket"));
+        }
+        let format = match start.format.as_deref() {
+            None | Some("pcm16") | Some("pcm") => "pcm16",
+            Some("opus") => "opus",
+            Some(other) => return Err(Failure::invalid("format", format!("`{other}` is not `pcm16` or `opus`"))),
+        };
+        let request = self.state.validator().build(&start.fields(), None, TextMode::Streaming)?;
+        let encoder = match format {
+            "opus" => Some(
+                stream_encoder(AudioFormat::Opus, SAMPLE_RATE).map_err(|e| Failure::new(503, "encoder_error", e.to_string()))?,
+            ),
+            _ => None,
+        };
+        let slot = self.state.keys.acquire(self.key)?;
+        let handle = self.state.scheduler.submit(request, tracing::info_span!("stream", format))?;
+        self.session = Some(Active {
+            handle,
+            encoder,
+            format,
+            send_codes: start.codes,
+            text_chars: 0,
+            text_ended: false,
+            _slot: slot,
+        });
+        if let Some(text) = start.text.filter(|t| !t.is_empty()) {
+            self.append(text)?;
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, text: String) -> Result<(), Failure> {
+        let max = self.state.config.limits.max_text_chars;
+        let model = self.state.model.clone();
+        let s = self.session.as_mut().ok_or_else(no_session)?;
+        if s.text_ended {
+            return Err(Failure::new(409, "text_ended", "text came after `end`"));
+        }
+        let chars = text.chars().count();
+        if s.text_chars + chars > max {
+            return Err(Failure::new(413, "text_too_long", format!("the session's text exceeds {max} characters"))
+                .with_field("text"));
+        }
+        if let Some(tok) = model.tokenizer.find_reserved(&text) {
+            return Err(Failure::invalid("text", format!("contains the reserved token `{tok}`")));
+        }
+        s.text_chars += chars;
+        s.handle.append_text(text)
+    }
+
+    fn end(&mut self) -> Result<(), Failure> {
+        let s = self.session.as_mut().ok_or_else(no_session)?;
+        if s.text_ended {
+            return Ok(());
+        }
+        s.text_ended = true;
+        s.handle.end_text()
+    }
+
+    async fn on_event(&mut self, ev: Option<SessionEvent>, sink: &mut Sink) -> Flow {
+        let Some(s) = self.session.as_mut() else { return Flow::Continue };
+        match ev {
+            Some(SessionEvent::Started { queued_ms }) => {
+                let msg = ServerMessage::Started {
+                    session_id: format!("{:x}", s.handle.sid),
+                    format: s.format,
+                    sample_rate: SAMPLE_RATE,
+                    samples_per_frame: crate::audio::FRAME_SAMPLES as u32,
+                    queued_ms,
+                };
+                self.reply(sink, &msg).await
+            }
+            Some(SessionEvent::Frame(f)) => {
+                let bytes = match s.encoder.as_mut() {
+                    Some(enc) => match enc.push(&f.pcm) {
+                        Ok(b) => b,
+                        Err(e) => return self.fail(sink, Failure::new(503, "encoder_error", e.to_string())).await,
+                    },
+                    None => PcmStream::encode(&f.pcm),
+                };
+                let codes = s.send_codes.then(|| ServerMessage::Codes { frame: f.index, codes: f.codes });
+                if !bytes.is_empty() && sink.send(Message::Binary(bytes.into())).await.is_err() {
+                    return Flow::Close;
+                }
+                match codes {
+                    Some(c) => self.reply(sink, &c).await,
+                    None => Flow::Continue,
+                }
+            }
+            Some(SessionEvent::Done(stats)) => {
+                let mut s = self.session.take().expect("checked above");
+                if let Some(enc) = s.encoder.as_mut() {
+                    if let Ok(tail) = enc.finish() {
+                        if !tail.is_empty() && sink.send(Message::Binary(tail.into())).await.is_err() {
+                            return Flow::Close;
+                        }
+                    }
+                }
+                let msg = ServerMessage::Done {
+                    frames: stats.frames,
+                    audio_ms: stats.audio_ms(),
+                    ttfa_ms: stats.ttfa_ms,
+                    rtf: stats.rtf(),
+                    finish_reason: stats.reason_str(),
+                };
+                self.reply(sink, &msg).await
+            }
+            Some(SessionEvent::Error(f)) => self.fail(sink, f).await,
+            None => self.fail(sink, Failure::new(503, "session_lost", "the session ended unexpectedly")).await,
+        }
+    }
+
+    async fn fail(&mut self, sink: &mut Sink, f: Failure) -> Flow {
+        self.session = None;
+        self.reply(sink, &ServerMessage::error(&f)).await
+    }
+
+    /// A session waiting for text that never comes would hold its GPU slot for ever.
+    async fn check_idle(&mut self, sink: &mut Sink) -> Flow {
+        let timeout = Duration::from_secs(self.state.config.limits.ws_idle_timeout_s);
+        let waiting = self.session.as_ref().is_some_and(|s| !s.text_ended);
+        if waiting && self.last_client_message.elapsed() > timeout {
+            let f = Failure::new(408, "idle_timeout", format!("no text or `end` for {} s", timeout.as_secs()));
+            return self.fail(sink, f).await;
+        }
+        Flow::Continue
+    }
+
+    async fn reply(&mut self, sink: &mut Sink, msg: &ServerMessage) -> Flow {
+        if send(sink, msg).await {
+            Flow::Continue
+        } else {
+            Flow::Close
+        }
+    }
+}
+
+async fn next_event(session: &mut Option<Active>) -> Option<SessionEvent> {
+    match session {
+        Some(s) => s.handle.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn send(sink: &mut Sink, msg: &ServerMessage) -> bool {
+    let text = serde_json::to_string(msg).expect("server messages serialise");
+    sink.send(Message::Text(text.into())).await.is_ok()
+}
+
+fn no_session() -> Failure {
+    Failure::new(409, "no_session", "send a `start` message first")
+}

@@ -1,0 +1,121 @@
+//! The WebSocket protocol's JSON messages (docs/protocol.md is the specification).
+
+use serde::{Deserialize, Serialize};
+
+use crate::http::SynthesisFields;
+
+/// Client → server.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ClientMessage {
+    Start(StartMessage),
+    Text { text: String },
+    End {},
+    Cancel {},
+}
+
+/// Opens a session. Text follows in `text` messages (and may be given here too).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartMessage {
+    /// `pcm16` (default) or `opus`.
+    pub format: Option<String>,
+    /// Also send a `codes` message per frame.
+    #[serde(default)]
+    pub codes: bool,
+    /// Text to begin with (more may follow in `text` messages).
+    pub text: Option<String>,
+    pub voice: Option<String>,
+    pub language: Option<String>,
+    pub instruct: Option<String>,
+    pub text_mode: Option<String>,
+    pub seed: Option<u64>,
+    pub temperature: Option<f32>,
+    pub top_k: Option<u32>,
+    pub top_p: Option<f32>,
+    pub repetition_penalty: Option<f32>,
+    pub greedy: Option<bool>,
+    pub max_frames: Option<u32>,
+}
+
+impl StartMessage {
+    pub fn fields(&self) -> SynthesisFields {
+        SynthesisFields {
+            voice: self.voice.clone(),
+            language: self.language.clone(),
+            instruct: self.instruct.clone(),
+            text_mode: self.text_mode.clone(),
+            seed: self.seed,
+            temperature: self.temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            repetition_penalty: self.repetition_penalty,
+            greedy: self.greedy,
+            max_frames: self.max_frames,
+        }
+    }
+}
+
+/// Server → client (audio itself goes in binary messages).
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMessage {
+    Started {
+        session_id: String,
+        format: &'static str,
+        sample_rate: u32,
+        samples_per_frame: u32,
+        queued_ms: f64,
+    },
+    Codes {
+        frame: u32,
+        codes: [u16; 16],
+    },
+    Done {
+        frames: u32,
+        audio_ms: f64,
+        ttfa_ms: f64,
+        rtf: f64,
+        finish_reason: &'static str,
+    },
+    Error {
+        code: String,
+        message: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        field: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        retry_after_s: Option<u32>,
+    },
+}
+
+impl ServerMessage {
+    pub fn error(f: &crate::errors::Failure) -> Self {
+        ServerMessage::Error {
+            code: f.code.to_string(),
+            message: f.message.clone(),
+            field: f.field.clone(),
+            retry_after_s: (f.status == 429 || f.status == 503).then_some(crate::http::RETRY_AFTER_S),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_messages_parse_strictly() {
+        let m: ClientMessage = serde_json::from_str(r#"{"type":"start","voice":"ryan","codes":true}"#).unwrap();
+        assert!(matches!(m, ClientMessage::Start(StartMessage { codes: true, .. })));
+        assert!(matches!(serde_json::from_str(r#"{"type":"end"}"#).unwrap(), ClientMessage::End {}));
+        for bad in [r#"{"type":"pause"}"#, r#"{"type":"text"}"#, r#"{"type":"start","voise":"x"}"#, r#"[1]"#] {
+            assert!(serde_json::from_str::<ClientMessage>(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn server_messages_are_tagged() {
+        let s = serde_json::to_string(&ServerMessage::Codes { frame: 3, codes: [1; 16] }).unwrap();
+        assert!(s.starts_with(r#"{"type":"codes","frame":3"#), "{s}");
+    }
+}

@@ -1,0 +1,128 @@
+//! The async side: submit a session (or get 429/503 at once), then read its events.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::Instant;
+
+use lyre_engine::SessionRequest;
+use tokio::sync::mpsc;
+
+use super::worker::{Command, PendingStart};
+use super::{SessionEvent, Shared};
+use crate::errors::Failure;
+
+/// Events buffered per session before the worker treats the client as too slow (≈ 20 s of audio).
+pub const EVENT_BUFFER: usize = 256;
+
+#[derive(Clone)]
+pub struct Scheduler {
+    commands: SyncSender<Command>,
+    pub shared: Arc<Shared>,
+    next_sid: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler").field("shared", &self.shared).finish()
+    }
+}
+
+/// A submitted session. Dropping it cancels the session.
+#[derive(Debug)]
+pub struct SessionHandle {
+    pub sid: u64,
+    events: mpsc::Receiver<SessionEvent>,
+    commands: SyncSender<Command>,
+    finished: bool,
+}
+
+impl Scheduler {
+    pub(super) fn new(commands: SyncSender<Command>, shared: Arc<Shared>) -> Self {
+        Scheduler { commands, shared, next_sid: Arc::new(AtomicU64::new(1)) }
+    }
+
+    /// Admits a session or refuses it at once: 503 while draining or not ready, 429 when the
+    /// live sessions and the wait queue are full.
+    pub fn submit(&self, request: SessionRequest, span: tracing::Span) -> Result<SessionHandle, Failure> {
+        let s = &self.shared;
+        if s.draining.load(Ordering::SeqCst) {
+            return Err(Failure::new(503, "draining", "the server is shutting down; retry on another replica"));
+        }
+        if !s.ready.load(Ordering::SeqCst) {
+            return Err(Failure::new(503, "not_ready", "the model is still loading"));
+        }
+        let before = s.active.fetch_add(1, Ordering::SeqCst);
+        if before >= s.max_live + s.max_queue {
+            s.active.fetch_sub(1, Ordering::SeqCst);
+            metrics::counter!("lyre_rejected_total", "code" => "busy").increment(1);
+            return Err(busy(s.max_live, s.max_queue));
+        }
+        let sid = self.next_sid.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel(EVENT_BUFFER);
+        let start = PendingStart { sid, request, sink: tx, span, received: Instant::now(), text_ops: Vec::new() };
+        match self.commands.try_send(Command::Start(Box::new(start))) {
+            Ok(()) => Ok(SessionHandle { sid, events: rx, commands: self.commands.clone(), finished: false }),
+            Err(e) => {
+                s.active.fetch_sub(1, Ordering::SeqCst);
+                Err(match e {
+                    TrySendError::Full(_) => busy(s.max_live, s.max_queue),
+                    TrySendError::Disconnected(_) => Failure::new(503, "worker_stopped", "the GPU worker has stopped"),
+                })
+            }
+        }
+    }
+
+    /// Asks the worker thread to stop after its current tick.
+    pub fn shutdown(&self) {
+        let _ = self.commands.try_send(Command::Shutdown);
+    }
+}
+
+fn busy(live: usize, queue: usize) -> Failure {
+    Failure::new(429, "busy", format!("all {live} sessions are busy and {queue} are waiting; retry shortly"))
+}
+
+impl SessionHandle {
+    /// The next event; `None` once the stream has ended.
+    pub async fn recv(&mut self) -> Option<SessionEvent> {
+        let ev = self.events.recv().await;
+        match &ev {
+            Some(SessionEvent::Done(_)) | Some(SessionEvent::Error(_)) | None => self.finished = true,
+            _ => {}
+        }
+        ev
+    }
+
+    /// More text (for a session started with streamed text).
+    pub fn append_text(&self, text: String) -> Result<(), Failure> {
+        self.send(Command::Text { sid: self.sid, text })
+    }
+
+    pub fn end_text(&self) -> Result<(), Failure> {
+        self.send(Command::EndText { sid: self.sid })
+    }
+
+    pub fn cancel(&mut self) {
+        if !self.finished {
+            self.finished = true;
+            let _ = self.commands.try_send(Command::Cancel { sid: self.sid });
+        }
+    }
+
+    fn send(&self, cmd: Command) -> Result<(), Failure> {
+        self.commands.try_send(cmd).map_err(|e| match e {
+            TrySendError::Full(_) => Failure::new(503, "overloaded", "the GPU worker's queue is full"),
+            TrySendError::Disconnected(_) => Failure::new(503, "worker_stopped", "the GPU worker has stopped"),
+        })
+    }
+}
+
+impl Drop for SessionHandle {
+    fn drop(&mut self) {
+        if !self.finished {
+            // A blocking send: a cancel must not be lost, and the queue drains every tick.
+            let _ = self.commands.send(Command::Cancel { sid: self.sid });
+        }
+    }
+}

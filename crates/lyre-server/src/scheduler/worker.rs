@@ -1,0 +1,318 @@
+//! The `gpu-worker` thread: owns the engine, admits queued sessions into free slots, steps
+//! every live session together once per tick, and hands each session its events. It never
+//! awaits and never does I/O; a session whose client stops reading is cancelled rather than
+//! allowed to stall the others.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use lyre_engine::{Engine, FinishReason, SessionId, SessionRequest, StepOutput};
+use tokio::sync::mpsc;
+
+use super::handle::Scheduler;
+use super::{DoneStats, FrameEvent, SessionEvent, Shared};
+use crate::errors::Failure;
+
+pub(crate) enum Command {
+    Start(Box<PendingStart>),
+    Text { sid: u64, text: String },
+    EndText { sid: u64 },
+    Cancel { sid: u64 },
+    Shutdown,
+}
+
+pub(crate) enum TextOp {
+    Append(String),
+    End,
+}
+
+pub(crate) struct PendingStart {
+    pub sid: u64,
+    pub request: SessionRequest,
+    pub sink: mpsc::Sender<SessionEvent>,
+    pub span: tracing::Span,
+    pub received: Instant,
+    /// Text that arrived while the session waited for a slot.
+    pub text_ops: Vec<TextOp>,
+}
+
+struct Live {
+    engine_id: SessionId,
+    sink: mpsc::Sender<SessionEvent>,
+    span: tracing::Span,
+    received: Instant,
+    first_frame_ms: Option<f64>,
+    frames: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// Commands buffered between the front end and the worker.
+    pub command_buffer: usize,
+    /// A warm-up request run before the server reports ready.
+    pub warm_up: Option<SessionRequest>,
+}
+
+/// Starts the worker thread. `make_engine` runs on that thread (the GPU device lives there);
+/// if it fails, the error is kept in `Shared::fatal` and the server never turns ready.
+pub fn spawn_worker<F>(make_engine: F, shared: Arc<Shared>, opts: WorkerOptions) -> (Scheduler, JoinHandle<()>)
+where
+    F: FnOnce() -> anyhow::Result<Engine> + Send + 'static,
+{
+    let (tx, rx) = std::sync::mpsc::sync_channel(opts.command_buffer);
+    let scheduler = Scheduler::new(tx, shared.clone());
+    let thread = std::thread::Builder::new()
+        .name("gpu-worker".into())
+        .spawn(move || {
+            let result = make_engine().and_then(|engine| Worker::new(engine, rx, shared.clone()).run(opts.warm_up));
+            if let Err(e) = result {
+                tracing::error!(error = %format!("{e:#}"), "GPU worker stopped");
+                *shared.fatal.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("{e:#}"));
+                shared.ready.store(false, Ordering::SeqCst);
+            }
+        })
+        .expect("spawn the gpu-worker thread");
+    (scheduler, thread)
+}
+
+struct Worker {
+    engine: Engine,
+    commands: Receiver<Command>,
+    shared: Arc<Shared>,
+    queue: VecDeque<Box<PendingStart>>,
+    live: HashMap<u64, Live>,
+    by_engine_id: HashMap<SessionId, u64>,
+    consecutive_errors: u32,
+}
+
+impl Worker {
+    fn new(engine: Engine, commands: Receiver<Command>, shared: Arc<Shared>) -> Self {
+        Worker {
+            engine,
+            commands,
+            shared,
+            queue: VecDeque::new(),
+            live: HashMap::new(),
+            by_engine_id: HashMap::new(),
+            consecutive_errors: 0,
+        }
+    }
+
+    fn run(mut self, warm_up: Option<SessionRequest>) -> anyhow::Result<()> {
+        if let Some(req) = warm_up {
+            self.warm_up(req)?;
+        }
+        self.shared.ready.store(true, Ordering::SeqCst);
+        tracing::info!("GPU worker ready");
+        loop {
+            if !self.engine.has_work() {
+                match self.commands.recv_timeout(Duration::from_millis(250)) {
+                    Ok(cmd) => {
+                        if !self.handle(cmd) {
+                            return Ok(());
+                        }
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => return Ok(()),
+                }
+            }
+            while let Ok(cmd) = self.commands.try_recv() {
+                if !self.handle(cmd) {
+                    return Ok(());
+                }
+            }
+            self.admit();
+            if self.engine.has_work() {
+                self.tick();
+            }
+            self.publish_gauges();
+        }
+    }
+
+    fn warm_up(&mut self, req: SessionRequest) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let id = self.engine.start(req)?;
+        while self.engine.live_sessions() > 0 {
+            let outs = self.engine.step()?;
+            if outs.iter().any(|o| o.id == id && o.finished.is_some()) {
+                break;
+            }
+        }
+        self.engine.cancel(id);
+        tracing::info!(ms = started.elapsed().as_secs_f64() * 1e3, "warm-up frame done");
+        Ok(())
+    }
+
+    /// Applies one command; false means stop.
+    fn handle(&mut self, cmd: Command) -> bool {
+        match cmd {
+            Command::Start(start) => self.queue.push_back(start),
+            Command::Text { sid, text } => self.text_op(sid, TextOp::Append(text)),
+            Command::EndText { sid } => self.text_op(sid, TextOp::End),
+            Command::Cancel { sid } => self.cancel(sid),
+            Command::Shutdown => {
+                for sid in self.live.keys().copied().collect::<Vec<_>>() {
+                    self.fail(sid, Failure::new(503, "shutdown", "the server stopped"));
+                }
+                return false;
+            }
+        }
+        true
+    }
+
+    fn text_op(&mut self, sid: u64, op: TextOp) {
+        if let Some(p) = self.queue.iter_mut().find(|p| p.sid == sid) {
+            p.text_ops.push(op);
+            return;
+        }
+        let Some(live) = self.live.get(&sid) else { return };
+        let id = live.engine_id;
+        let result = match op {
+            TextOp::Append(t) => self.engine.append_text(id, &t),
+            TextOp::End => self.engine.end_text(id),
+        };
+        if let Err(e) = result {
+            self.fail(sid, Failure::from(&e));
+        }
+    }
+
+    fn cancel(&mut self, sid: u64) {
+        if let Some(i) = self.queue.iter().position(|p| p.sid == sid) {
+            self.queue.remove(i);
+            self.shared.active.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+        if let Some(live) = self.live.remove(&sid) {
+            self.engine.cancel(live.engine_id);
+            self.by_engine_id.remove(&live.engine_id);
+            self.ended("cancelled");
+        }
+    }
+
+    /// Moves queued sessions into free engine slots.
+    fn admit(&mut self) {
+        while self.live.len() < self.shared.max_live {
+            let Some(p) = self.queue.pop_front() else { break };
+            let PendingStart { sid, request, sink, span, received, text_ops } = *p;
+            let id = match self.engine.start(request) {
+                Ok(id) => id,
+                Err(e) => {
+                    let _ = sink.try_send(SessionEvent::Error(Failure::from(&e)));
+                    self.shared.active.fetch_sub(1, Ordering::SeqCst);
+                    metrics::counter!("lyre_errors_total", "code" => Failure::from(&e).code).increment(1);
+                    continue;
+                }
+            };
+            let queued_ms = received.elapsed().as_secs_f64() * 1e3;
+            let _ = sink.try_send(SessionEvent::Started { queued_ms });
+            span.in_scope(|| tracing::debug!(sid, queued_ms, "session started"));
+            self.by_engine_id.insert(id, sid);
+            self.live.insert(sid, Live { engine_id: id, sink, span, received, first_frame_ms: None, frames: 0 });
+            for op in text_ops {
+                self.text_op(sid, op);
+            }
+        }
+        self.shared.live.store(self.live.len(), Ordering::SeqCst);
+    }
+
+    fn tick(&mut self) {
+        let started = Instant::now();
+        match self.engine.step() {
+            Ok(outs) => {
+                self.consecutive_errors = 0;
+                let frames = outs.iter().filter(|o| o.frame.is_some()).count();
+                if frames > 0 {
+                    metrics::histogram!("lyre_tick_seconds").record(started.elapsed().as_secs_f64());
+                    metrics::histogram!("lyre_batch_size").record(frames as f64);
+                }
+                for out in outs {
+                    self.deliver(out);
+                }
+            }
+            Err(e) => {
+                self.consecutive_errors += 1;
+                tracing::error!(error = %e, consecutive = self.consecutive_errors, "tick failed");
+                for sid in self.live.keys().copied().collect::<Vec<_>>() {
+                    self.fail(sid, Failure::new(503, "gpu_error", format!("the GPU step failed: {e}")));
+                }
+                if self.consecutive_errors >= 3 {
+                    self.shared.ready.store(false, Ordering::SeqCst);
+                }
+            }
+        }
+    }
+
+    fn deliver(&mut self, out: StepOutput) {
+        let Some(&sid) = self.by_engine_id.get(&out.id) else { return };
+        let Some(live) = self.live.get_mut(&sid) else { return };
+        if let Some(frame) = out.frame {
+            let elapsed_ms = live.received.elapsed().as_secs_f64() * 1e3;
+            if live.first_frame_ms.is_none() {
+                live.first_frame_ms = Some(elapsed_ms);
+                metrics::histogram!("lyre_ttfa_seconds").record(elapsed_ms / 1e3);
+            }
+            live.frames += 1;
+            metrics::counter!("lyre_frames_total").increment(1);
+            // Counters are integers; audio time is tracked as a monotonic float gauge.
+            metrics::gauge!("lyre_audio_seconds_total").increment(0.08);
+            let ev = SessionEvent::Frame(FrameEvent { index: frame.index, codes: frame.codes, pcm: frame.pcm });
+            if live.sink.try_send(ev).is_err() {
+                self.drop_slow(sid);
+                return;
+            }
+        }
+        if let Some(reason) = out.finished {
+            let live = self.live.remove(&sid).expect("present above");
+            self.by_engine_id.remove(&out.id);
+            let elapsed_ms = live.received.elapsed().as_secs_f64() * 1e3;
+            let ev = match reason {
+                FinishReason::EmptyText => SessionEvent::Error(Failure::invalid("text", "the text ended without any words")),
+                reason => SessionEvent::Done(DoneStats {
+                    frames: live.frames,
+                    reason,
+                    ttfa_ms: live.first_frame_ms.unwrap_or(elapsed_ms),
+                    elapsed_ms,
+                }),
+            };
+            live.span.in_scope(|| tracing::info!(sid, frames = live.frames, elapsed_ms, "session finished"));
+            let _ = live.sink.try_send(ev);
+            self.ended("finished");
+        }
+    }
+
+    /// The client stopped reading: cancel so the others keep their pace.
+    fn drop_slow(&mut self, sid: u64) {
+        if let Some(live) = self.live.remove(&sid) {
+            self.engine.cancel(live.engine_id);
+            self.by_engine_id.remove(&live.engine_id);
+            live.span.in_scope(|| tracing::warn!(sid, "client too slow; session cancelled"));
+            metrics::counter!("lyre_errors_total", "code" => "slow_consumer").increment(1);
+            self.ended("slow_consumer");
+        }
+    }
+
+    fn fail(&mut self, sid: u64, failure: Failure) {
+        if let Some(live) = self.live.remove(&sid) {
+            self.engine.cancel(live.engine_id);
+            self.by_engine_id.remove(&live.engine_id);
+            metrics::counter!("lyre_errors_total", "code" => failure.code).increment(1);
+            let _ = live.sink.try_send(SessionEvent::Error(failure));
+            self.ended("failed");
+        }
+    }
+
+    fn ended(&mut self, outcome: &'static str) {
+        self.shared.active.fetch_sub(1, Ordering::SeqCst);
+        self.shared.live.store(self.live.len(), Ordering::SeqCst);
+        metrics::counter!("lyre_sessions_total", "outcome" => outcome).increment(1);
+    }
+
+    fn publish_gauges(&self) {
+        metrics::gauge!("lyre_live_sessions").set(self.live.len() as f64);
+        metrics::gauge!("lyre_queue_depth").set(self.queue.len() as f64);
+    }
+}
