@@ -5,6 +5,7 @@
 //! together, one 80 ms codec frame per session per [`Engine::step`].
 
 pub mod checkpoint;
+pub mod codec;
 pub mod engine;
 pub mod error;
 pub mod text_stream;

@@ -25,6 +25,8 @@ pub struct SamplingParams {
     /// Applied to the talker's earlier first-codebook codes; 1.0 disables it.
     pub repetition_penalty: f32,
     pub seed: u64,
+    /// Never choose EOS: the session runs to its frame limit (benchmarks, load tests).
+    pub ignore_eos: bool,
 }
 
 impl SamplingParams {
@@ -45,6 +47,7 @@ impl SamplingParams {
             },
             repetition_penalty: g.repetition_penalty,
             seed,
+            ignore_eos: false,
         }
     }
 
@@ -91,6 +94,7 @@ impl SamplingParams {
 
 pub const FLAG_TALKER_SAMPLE: u32 = 1;
 pub const FLAG_CP_SAMPLE: u32 = 2;
+pub const FLAG_IGNORE_EOS: u32 = 4;
 
 /// One session's row of the tick's session buffer (mirrors `struct Session` in the WGSL).
 #[repr(C)]
@@ -122,6 +126,9 @@ impl SessionDesc {
         }
         if p.code_predictor.do_sample {
             flags |= FLAG_CP_SAMPLE;
+        }
+        if p.ignore_eos {
+            flags |= FLAG_IGNORE_EOS;
         }
         SessionDesc {
             slot,

@@ -36,6 +36,7 @@ pub struct StartMessage {
     pub repetition_penalty: Option<f32>,
     pub greedy: Option<bool>,
     pub max_frames: Option<u32>,
+    pub ignore_eos: Option<bool>,
 }
 
 impl StartMessage {
@@ -52,6 +53,7 @@ impl StartMessage {
             repetition_penalty: self.repetition_penalty,
             greedy: self.greedy,
             max_frames: self.max_frames,
+            ignore_eos: self.ignore_eos,
         }
     }
 }

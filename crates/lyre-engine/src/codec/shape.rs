@@ -87,7 +87,10 @@ impl DecoderShape {
             message,
         };
         if self.books != BOOKS {
-            return Err(bad("num_quantizers", format!("Lyre decodes {BOOKS} codebooks, found {}", self.books)));
+            return Err(bad(
+                "num_quantizers",
+                format!("Lyre decodes {BOOKS} codebooks, found {}", self.books),
+            ));
         }
         if self.codebook_size == 0 || self.book_dim == 0 || self.codebook_dim % 2 != 0 {
             return Err(bad("codebook_dim", format!("{} is not a positive even width", c.codebook_dim)));
@@ -96,8 +99,8 @@ impl DecoderShape {
         if h.n_kv_heads == 0 || h.n_heads % h.n_kv_heads != 0 {
             return Err(bad("num_key_value_heads", format!("{} does not divide the heads", h.n_kv_heads)));
         }
-        if h.head_dim == 0 || h.head_dim % 2 != 0 || h.head_dim as usize > MAX_HEAD_DIM {
-            return Err(bad("head_dim", format!("{} is not an even width ≤ {MAX_HEAD_DIM}", h.head_dim)));
+        if h.head_dim == 0 || h.head_dim % 4 != 0 || h.head_dim as usize > MAX_HEAD_DIM {
+            return Err(bad("head_dim", format!("{} is not a multiple of 4 ≤ {MAX_HEAD_DIM}", h.head_dim)));
         }
         if self.window == 0 {
             return Err(bad("sliding_window", "must be positive".into()));

@@ -121,7 +121,8 @@ pub struct StreamState {
 
 impl StreamState {
     pub fn new(ctx: &GpuContext, s: &DecoderShape, w: &DecoderWeights, cap: Capacity) -> Result<Self> {
-        let ring = |label: &str, channels, history, rows| Ring::new(ctx, label, &cap, channels, history, rows);
+        let ring =
+            |label: &str, channels, history, rows| Ring::new(ctx, label, &cap, channels, history, rows);
         let upsample_out = (0..s.upsampling_ratios.len())
             .map(|i| {
                 let rows = s.upsampling_ratios[..=i].iter().product();
@@ -153,9 +154,19 @@ impl StreamState {
             capacity: cap,
             pre_conv_in: ring("decoder.ring.pre_conv", s.codebook_dim, w.pre_conv.shape.history(), 1)?,
             upsample_out,
-            decoder_in: ring("decoder.ring.decoder0", s.latent, w.decoder_in.shape.history(), s.upsampled_rows())?,
+            decoder_in: ring(
+                "decoder.ring.decoder0",
+                s.latent,
+                w.decoder_in.shape.history(),
+                s.upsampled_rows(),
+            )?,
             blocks,
-            final_in: ring("decoder.ring.final", s.output_width(), w.final_conv.shape.history(), s.block_rows(n))?,
+            final_in: ring(
+                "decoder.ring.final",
+                s.output_width(),
+                w.final_conv.shape.history(),
+                s.block_rows(n),
+            )?,
             kv: kv_ring(ctx, s, cap)?,
         })
     }

@@ -81,7 +81,9 @@ impl DecoderWeights {
             layers: (0..s.layers).map(|i| l.transformer_layer(s, i)).collect::<Result<_>>()?,
             norm: l.buffer("decoder.pre_transformer.norm.weight", &[s.hidden])?,
             output_proj: l.linear("decoder.pre_transformer.output_proj", s.latent, s.hidden, true)?,
-            upsample: (0..s.upsampling_ratios.len()).map(|i| l.upsample_stage(s, i)).collect::<Result<_>>()?,
+            upsample: (0..s.upsampling_ratios.len())
+                .map(|i| l.upsample_stage(s, i))
+                .collect::<Result<_>>()?,
             decoder_in: l.conv("decoder.decoder.0.conv", s.decoder_dim, s.latent, KERNEL, 1)?,
             blocks: (0..n).map(|i| l.vocoder_block(s, i)).collect::<Result<_>>()?,
             final_snake: l.snake(&format!("decoder.decoder.{}", n + 1), s.output_width())?,
@@ -104,7 +106,12 @@ impl Loader<'_> {
         self.ctx.storage_from(name, &self.values(name, shape)?)
     }
 
-    fn upload(&self, label: &str, (shape, packed): (ConvShape, Vec<f32>), bias: Option<Vec<f32>>) -> Result<PackedConv> {
+    fn upload(
+        &self,
+        label: &str,
+        (shape, packed): (ConvShape, Vec<f32>),
+        bias: Option<Vec<f32>>,
+    ) -> Result<PackedConv> {
         PackedConv::upload(self.ctx, label, shape, &packed, bias.as_deref())
     }
 
@@ -119,7 +126,14 @@ impl Loader<'_> {
     }
 
     /// `{prefix}.weight` `[cin][cout][k]` (ConvTranspose1d) and `{prefix}.bias`.
-    fn conv_transpose(&self, prefix: &str, cin: usize, cout: usize, k: usize, stride: usize) -> Result<PackedConv> {
+    fn conv_transpose(
+        &self,
+        prefix: &str,
+        cin: usize,
+        cout: usize,
+        k: usize,
+        stride: usize,
+    ) -> Result<PackedConv> {
         let w = self.values(&format!("{prefix}.weight"), &[cin, cout, k])?;
         self.upload(prefix, pack_conv_transpose(&w, cin, cout, k, stride)?, Some(self.bias(prefix, cout)?))
     }

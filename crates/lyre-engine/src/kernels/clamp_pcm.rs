@@ -40,6 +40,14 @@ impl ClampPcm<'_> {
         let groups = self.rows.div_ceil(64).clamp(1, MAX_GROUPS);
         let params = Params { x: self.x.gpu(), rows: self.rows, threads: groups * 64, _pad: [0; 2] };
         let grid = Grid::new(Extent::Fixed(groups), Extent::rows(RowCount::Sessions));
-        Ok(sequence_dispatch(env, SOURCE, self.label, &params, self.sessions, &[self.x.buffer, self.pcm], grid))
+        Ok(sequence_dispatch(
+            env,
+            env.ctx.pipeline(SOURCE, &[]),
+            self.label,
+            &params,
+            self.sessions,
+            &[self.x.buffer, self.pcm],
+            grid,
+        ))
     }
 }

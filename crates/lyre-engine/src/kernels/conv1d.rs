@@ -10,7 +10,7 @@ use bytemuck::{Pod, Zeroable};
 use super::seq_view::{check_groups, sequence_dispatch, GpuView, SeqView};
 use super::Env;
 use crate::error::{EngineError, Result};
-use crate::gpu::{Dispatch, Extent, Grid, GpuContext, KernelSource, RowCount};
+use crate::gpu::{Dispatch, Extent, GpuContext, Grid, KernelSource, RowCount};
 
 pub const SOURCE: KernelSource = KernelSource {
     name: "conv1d",
@@ -19,7 +19,14 @@ pub const SOURCE: KernelSource = KernelSource {
 
 /// Rows per thread (`R` in the WGSL).
 const ROWS_PER_THREAD: u32 = 4;
+/// Lanes per K slice (`WG` in the WGSL).
 const WORKGROUP: u32 = 64;
+/// Most K slices per workgroup (the WGSL's partial-sum buffer holds 8 × 64).
+const MAX_K_SPLIT: u32 = 8;
+/// Threads a single session's layer should spread over before its reduction is split further.
+const TARGET_THREADS: u32 = 128 * 1024;
+/// Fewest input-channel groups per K slice and tap.
+const MIN_SLICE: u32 = 8;
 
 /// The geometry of one packed layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,10 +112,17 @@ pub fn pack_conv_transpose(
     stride: usize,
 ) -> Result<(ConvShape, Vec<f32>)> {
     if stride == 0 || k % stride != 0 {
-        return Err(EngineError::Gpu(format!("transposed conv kernel {k} is not a multiple of stride {stride}")));
+        return Err(EngineError::Gpu(format!(
+            "transposed conv kernel {k} is not a multiple of stride {stride}"
+        )));
     }
-    let shape =
-        ConvShape { cin: cin as u32, cout: cout as u32, taps: (k / stride) as u32, dilation: 1, up: stride as u32 };
+    let shape = ConvShape {
+        cin: cin as u32,
+        cout: cout as u32,
+        taps: (k / stride) as u32,
+        dilation: 1,
+        up: stride as u32,
+    };
     let packed = pack(&shape, |m, c, v| {
         let (phase, o) = (v / cout, v % cout);
         w[(c * cout + o) * k + phase + m * stride]
@@ -190,6 +204,22 @@ pub struct Conv1d<'a> {
     pub residual: Residual<'a>,
 }
 
+/// K slices per workgroup: split the reduction while one session's grid (grid y and z taken
+/// for a single session) stays under [`TARGET_THREADS`] and each slice keeps at least
+/// [`MIN_SLICE`] channel groups per tap.
+fn k_split(grid: &Grid, cin4: u32) -> u32 {
+    let fixed = |e: Extent| match e {
+        Extent::Fixed(n) => n,
+        Extent::Rows { .. } => 1,
+    };
+    let threads = fixed(grid.x) * fixed(grid.z) * WORKGROUP;
+    let mut ks = 1;
+    while ks < MAX_K_SPLIT && threads * ks * 2 <= TARGET_THREADS && cin4 >= MIN_SLICE * ks * 2 {
+        ks *= 2;
+    }
+    ks
+}
+
 impl Conv1d<'_> {
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
         let s = self.conv.shape;
@@ -209,6 +239,7 @@ impl Conv1d<'_> {
         let out_threads = s.cols().next_power_of_two().min(WORKGROUP);
         let rows_per_group = WORKGROUP / out_threads * ROWS_PER_THREAD;
         let (y_rows, grid) = self.grid(out_threads, rows_per_group)?;
+        let k_split = k_split(&grid, s.cin4());
         let flags = self.conv.bias.is_some() as u32
             | (self.scale.is_some() as u32) << 1
             | (matches!(self.residual, Residual::Accumulate) as u32) << 2
@@ -242,7 +273,16 @@ impl Conv1d<'_> {
             residual.map(|r| r.buffer).unwrap_or(env.dummy),
             self.y.buffer,
         ];
-        Ok(sequence_dispatch(env, SOURCE, self.label, &params, self.sessions, &buffers, grid))
+        let constants = [("KS", k_split as f64)];
+        Ok(sequence_dispatch(
+            env,
+            env.ctx.pipeline(SOURCE, &constants),
+            self.label,
+            &params,
+            self.sessions,
+            &buffers,
+            grid,
+        ))
     }
 
     /// Row tiling: a workgroup covers `rows_per_group` input rows, either of one session

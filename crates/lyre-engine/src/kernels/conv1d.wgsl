@@ -6,7 +6,9 @@
 // history (a ring) makes the conv causal and streaming. Weights are packed on the CPU as
 // w[(m * cin4 + c4) * cols + v] = 4 input channels, so threads of neighbouring columns read
 // neighbouring weights. Each thread computes R rows of one column; `out_threads` columns share
-// a workgroup (fewer than 64 only for narrow outputs).
+// 64 lanes (fewer than 64 only for narrow outputs). With KS > 1 the workgroup is KS × 64 threads
+// that split the input channels of every tap into KS slices and add their partial sums, so
+// layers with few output tiles but long reductions still fill the GPU.
 
 struct Params {
     x: View,
@@ -33,6 +35,8 @@ struct Params {
 @group(0) @binding(6) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read> res: array<f32>;
 @group(0) @binding(8) var<storage, read_write> y: array<f32>;
+
+override KS: u32 = 1u;
 
 const WG: u32 = 64u;
 const R: u32 = 4u;
@@ -64,11 +68,15 @@ fn activate(v: f32, act: u32) -> f32 {
     return v;
 }
 
-@compute @workgroup_size(64)
+var<workgroup> partial: array<vec4<f32>, 512>; // WG * KS, KS <= 8
+
+@compute @workgroup_size(64 * KS)
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let lane = li % WG;
+    let slice = li / WG;
     let ot = p.out_threads;
-    let v = wid.x * ot + li % ot;
-    let first = wid.z * (WG / ot) * R + (li / ot) * R;
+    let v = wid.x * ot + lane % ot;
+    let first = wid.z * (WG / ot) * R + (lane / ot) * R;
     let ns = n_sessions();
     // This thread's rows: a prefix of R candidates is valid; the rest repeat the last valid one.
     var sess: array<u32, R>;
@@ -87,25 +95,42 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
             trow[j] = trow[j - 1u];
         }
     }
-    if (v >= p.cols || n_valid == 0u) {
-        return;
-    }
-    var acc = array<f32, R>(0.0, 0.0, 0.0, 0.0);
+    // Threads without a valid column or row still run the loop (on column 0 / row 0 of session
+    // 0) so that every thread reaches the barrier; they write nothing.
+    let vc = select(0u, v, v < p.cols);
+    let per_slice = (p.cin4 + KS - 1u) / KS;
+    let c_begin = min(slice * per_slice, p.cin4);
+    let c_end = min(c_begin + per_slice, p.cin4);
+    var acc = vec4<f32>(0.0);
     for (var m = 0u; m < p.taps; m++) {
         var xb: array<u32, R>;
         for (var j = 0u; j < R; j++) {
             xb[j] = row_offset(p.x, sess[j], i32(trow[j]) - i32(m * p.dil)) / 4u;
         }
-        var wi = m * p.cin4 * p.cols + v;
-        for (var c = 0u; c < p.cin4; c++) {
+        var wi = (m * p.cin4 + c_begin) * p.cols + vc;
+        for (var c = c_begin; c < c_end; c++) {
             let w4 = w[wi];
             wi += p.cols;
-            acc[0] += dot(w4, x[xb[0] + c]);
-            acc[1] += dot(w4, x[xb[1] + c]);
-            acc[2] += dot(w4, x[xb[2] + c]);
-            acc[3] += dot(w4, x[xb[3] + c]);
+            acc += vec4<f32>(dot(w4, x[xb[0] + c]), dot(w4, x[xb[1] + c]), dot(w4, x[xb[2] + c]), dot(w4, x[xb[3] + c]));
         }
     }
+    if (KS > 1u) {
+        partial[li] = acc;
+        workgroupBarrier();
+        if (slice != 0u) {
+            return;
+        }
+        for (var k = 1u; k < KS; k++) {
+            acc += partial[k * WG + lane];
+        }
+    }
+    if (v >= p.cols || n_valid == 0u) {
+        return;
+    }
+    write_column(v, acc, n_valid, sess, trow);
+}
+
+fn write_column(v: u32, acc: vec4<f32>, n_valid: u32, sess: array<u32, R>, trow: array<u32, R>) {
     let phase = v / p.cout;
     let o = v % p.cout;
     let act = p.flags >> ACT_SHIFT;

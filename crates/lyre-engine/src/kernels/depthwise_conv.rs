@@ -57,6 +57,14 @@ impl DepthwiseConv<'_> {
             z: Extent::Fixed(check_groups(self.label, self.rows)?),
         };
         let buffers = [self.weight, self.bias.unwrap_or(env.dummy), self.x.buffer, self.y.buffer];
-        Ok(sequence_dispatch(env, SOURCE, self.label, &params, self.sessions, &buffers, grid))
+        Ok(sequence_dispatch(
+            env,
+            env.ctx.pipeline(SOURCE, &[]),
+            self.label,
+            &params,
+            self.sessions,
+            &buffers,
+            grid,
+        ))
     }
 }

@@ -35,6 +35,14 @@ impl FrameRows<'_> {
     pub fn build(&self, env: &Env) -> Dispatch {
         let params = Params { frames: self.frames, max_pos: self.max_pos.max(1), _pad: [0; 2] };
         let grid = Grid::new(Extent::rows(RowCount::Sessions), Extent::Fixed(1));
-        sequence_dispatch(env, SOURCE, self.label, &params, self.sessions, &[self.rows], grid)
+        sequence_dispatch(
+            env,
+            env.ctx.pipeline(SOURCE, &[]),
+            self.label,
+            &params,
+            self.sessions,
+            &[self.rows],
+            grid,
+        )
     }
 }

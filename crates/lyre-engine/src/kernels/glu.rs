@@ -7,10 +7,8 @@ use super::Env;
 use crate::error::Result;
 use crate::gpu::{Dispatch, Extent, Grid, KernelSource, RowCount};
 
-pub const SOURCE: KernelSource = KernelSource {
-    name: "glu",
-    wgsl: concat!(include_str!("seq_view.wgsl"), include_str!("glu.wgsl")),
-};
+pub const SOURCE: KernelSource =
+    KernelSource { name: "glu", wgsl: concat!(include_str!("seq_view.wgsl"), include_str!("glu.wgsl")) };
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
@@ -42,6 +40,14 @@ impl Glu<'_> {
             y: Extent::rows(RowCount::Sessions),
             z: Extent::Fixed(check_groups(self.label, self.rows)?),
         };
-        Ok(sequence_dispatch(env, SOURCE, self.label, &params, self.sessions, &[self.x.buffer, self.y.buffer], grid))
+        Ok(sequence_dispatch(
+            env,
+            env.ctx.pipeline(SOURCE, &[]),
+            self.label,
+            &params,
+            self.sessions,
+            &[self.x.buffer, self.y.buffer],
+            grid,
+        ))
     }
 }

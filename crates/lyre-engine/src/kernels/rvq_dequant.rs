@@ -54,6 +54,14 @@ impl RvqDequant<'_> {
             z: Extent::Fixed(check_groups(self.label, self.frames)?),
         };
         let buffers = [self.codes, self.table, self.y.buffer];
-        Ok(sequence_dispatch(env, SOURCE, self.label, &params, self.sessions, &buffers, grid))
+        Ok(sequence_dispatch(
+            env,
+            env.ctx.pipeline(SOURCE, &[]),
+            self.label,
+            &params,
+            self.sessions,
+            &buffers,
+            grid,
+        ))
     }
 }

@@ -1,6 +1,6 @@
 // Chooses one code per session from a row of logits, with the official processors and order:
 //   talker (TALKER mode): repetition penalty over the session's earlier first-codebook codes,
-//     EOS masked for the first `min_new_tokens` frames, ids [suppress_start, vocab) except EOS
+//     EOS masked for the first `min_new_tokens` frames (always with FLAG_IGNORE_EOS), ids [suppress_start, vocab) except EOS
 //     suppressed;
 //   then greedy argmax (first index on ties), or temperature → top-k → top-p → a draw from a
 //   counter-based RNG keyed by (seed, frame, code column), so a session's draws do not depend on
@@ -53,6 +53,7 @@ const PER: u32 = 16u; // MAX_V / WG: thread t owns elements [t * PER, t * PER + 
 const NEG: f32 = -1.0e30;
 const FLAG_TALKER_SAMPLE: u32 = 1u;
 const FLAG_CP_SAMPLE: u32 = 2u;
+const FLAG_IGNORE_EOS: u32 = 4u;
 
 var<workgroup> s: array<f32, MAX_V>;
 var<workgroup> red_f: array<f32, WG>;
@@ -159,7 +160,8 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
                     v = v / sess.rep_penalty;
                 }
             }
-            if (c == p.eos && sess.gen_index < p.min_new_tokens) {
+            let eos_masked = sess.gen_index < p.min_new_tokens || (sess.flags & FLAG_IGNORE_EOS) != 0u;
+            if (c == p.eos && eos_masked) {
                 v = NEG;
             }
             if (c >= p.suppress_start && c != p.eos) {

@@ -5,11 +5,13 @@
 //! `row_offset`); every codec kernel's source is that prelude followed by its own file
 //! (`concat!(include_str!("seq_view.wgsl"), include_str!("<kernel>.wgsl"))`).
 
+use std::sync::Arc;
+
 use bytemuck::{Pod, Zeroable};
 
 use super::Env;
 use crate::error::{EngineError, Result};
-use crate::gpu::{Dispatch, Grid, KernelSource};
+use crate::gpu::{Dispatch, Grid};
 
 /// Where a session's rows live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,18 +73,17 @@ impl<'a> SeqView<'a> {
     }
 }
 
-/// Compiles `source` (after the prelude) and binds `params` at 0, `counts` at 1, `sessions`
+/// A dispatch of `pipeline` (a sequence kernel) binding `params` at 0, `counts` at 1, `sessions`
 /// at 2 and `buffers` from 3 on.
 pub(crate) fn sequence_dispatch<P: Pod>(
     env: &Env,
-    source: KernelSource,
+    pipeline: Arc<wgpu::ComputePipeline>,
     label: &str,
     params: &P,
     sessions: &wgpu::Buffer,
     buffers: &[&wgpu::Buffer],
     grid: Grid,
 ) -> Dispatch {
-    let pipeline = env.ctx.pipeline(source, &[]);
     let uniform = env.ctx.uniform(label, params);
     let mut all: Vec<&wgpu::Buffer> = vec![&uniform, env.counts, sessions];
     all.extend_from_slice(buffers);

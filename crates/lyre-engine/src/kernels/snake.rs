@@ -6,12 +6,10 @@ use bytemuck::{Pod, Zeroable};
 use super::seq_view::{sequence_dispatch, GpuView, SeqView};
 use super::Env;
 use crate::error::Result;
-use crate::gpu::{Dispatch, Extent, Grid, GpuContext, KernelSource, RowCount};
+use crate::gpu::{Dispatch, Extent, GpuContext, Grid, KernelSource, RowCount};
 
-pub const SOURCE: KernelSource = KernelSource {
-    name: "snake",
-    wgsl: concat!(include_str!("seq_view.wgsl"), include_str!("snake.wgsl")),
-};
+pub const SOURCE: KernelSource =
+    KernelSource { name: "snake", wgsl: concat!(include_str!("seq_view.wgsl"), include_str!("snake.wgsl")) };
 
 /// Workgroups per session at most; each thread strides over the rest.
 const MAX_GROUPS: u32 = 1024;
@@ -74,6 +72,14 @@ impl Snake<'_> {
         };
         let grid = Grid::new(Extent::Fixed(groups), Extent::rows(RowCount::Sessions));
         let buffers = [&self.weights.alpha, &self.weights.inv_beta, self.x.buffer, self.y.buffer];
-        Ok(sequence_dispatch(env, SOURCE, self.label, &params, self.sessions, &buffers, grid))
+        Ok(sequence_dispatch(
+            env,
+            env.ctx.pipeline(SOURCE, &[]),
+            self.label,
+            &params,
+            self.sessions,
+            &buffers,
+            grid,
+        ))
     }
 }

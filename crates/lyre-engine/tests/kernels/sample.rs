@@ -9,7 +9,7 @@ const V: usize = 3072;
 
 fn params(do_sample: bool, temperature: f32, top_k: u32, top_p: f32, seed: u64) -> SamplingParams {
     let s = Sampler { do_sample, temperature, top_k, top_p };
-    SamplingParams { talker: s, code_predictor: s, repetition_penalty: 1.05, seed }
+    SamplingParams { talker: s, code_predictor: s, repetition_penalty: 1.05, seed, ignore_eos: false }
 }
 
 /// Runs the sampler over `logits` (one row per session) and returns column `col` of the codes.
@@ -80,6 +80,12 @@ fn greedy_applies_talker_processors_in_order() {
     let hist_b = gpu.buf(&hist);
     let got = run(&gpu, &rows, V, &descs, true, &hist_b);
     assert_eq!(got, vec![17, 17, 17, 2150, 18, 30]);
+    // With ignore_eos, EOS is never chosen, even after frame 2.
+    let mut no_eos = p;
+    no_eos.ignore_eos = true;
+    let d3 = [SessionDesc::new(3, 0, 2, &no_eos)];
+    let hist_b2 = gpu.buf(&vec![0u32; 6 * V / 32]);
+    assert_eq!(run(&gpu, &rows[3 * V..4 * V], V, &d3, true, &hist_b2), vec![17]);
     // The chosen codes were added to each slot's history.
     let hist_after: Vec<u32> = gpu.read(&hist_b);
     assert_ne!(hist_after[V / 32 * 3 + 2150 / 32] & (1 << (2150 % 32)), 0);

@@ -97,7 +97,8 @@ impl FlacStream {
         self.pending.drain(..len);
         let (buffer, context) = &self.block;
         let number = context.current_frame_number().unwrap_or(0);
-        let frame = flacenc::encode_fixed_size_frame(&self.config, buffer, number, &self.info).map_err(codec)?;
+        let frame =
+            flacenc::encode_fixed_size_frame(&self.config, buffer, number, &self.info).map_err(codec)?;
         let mut sink = MemSink::<u8>::with_capacity(frame.count_bits());
         frame.write(&mut sink).map_err(codec)?;
         let bytes = sink.into_inner();

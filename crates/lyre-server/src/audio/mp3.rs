@@ -76,7 +76,9 @@ impl FrameEncoder for Mp3Stream {
         self.check_open()?;
         self.finished = true;
         let mut out = Vec::with_capacity(FLUSH_BUFFER);
-        self.encoder.flush_to_vec::<FlushGap>(&mut out).map_err(|e| AudioError::codec(AudioFormat::Mp3, e))?;
+        self.encoder
+            .flush_to_vec::<FlushGap>(&mut out)
+            .map_err(|e| AudioError::codec(AudioFormat::Mp3, e))?;
         Ok(out)
     }
 }
@@ -102,8 +104,9 @@ mod tests {
             .unwrap();
         let track = format.default_track(TrackType::Audio).unwrap();
         let params = track.codec_params.as_ref().unwrap().audio().unwrap().clone();
-        let mut decoder =
-            symphonia::default::get_codecs().make_audio_decoder(&params, &AudioDecoderOptions::default()).unwrap();
+        let mut decoder = symphonia::default::get_codecs()
+            .make_audio_decoder(&params, &AudioDecoderOptions::default())
+            .unwrap();
         let (mut rate, mut channels, mut samples) = (0, 0, Vec::new());
         while let Some(packet) = format.next_packet().unwrap() {
             let buffer = decoder.decode(&packet).unwrap();
@@ -132,7 +135,8 @@ mod tests {
     fn stream_emits_frames_as_they_complete() {
         let mut stream = Mp3Stream::new(SAMPLE_RATE).unwrap();
         let samples = sweep(10 * FRAME_SAMPLES);
-        let outputs: Vec<usize> = samples.chunks(FRAME_SAMPLES).map(|f| stream.push(f).unwrap().len()).collect();
+        let outputs: Vec<usize> =
+            samples.chunks(FRAME_SAMPLES).map(|f| stream.push(f).unwrap().len()).collect();
         assert!(outputs[2..].iter().all(|&n| n > 0), "{outputs:?}");
         // 64 kbit/s: 640 bytes per 80 ms on average.
         let total: usize = outputs.iter().sum::<usize>() + stream.finish().unwrap().len();

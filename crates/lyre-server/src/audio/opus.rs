@@ -61,7 +61,8 @@ impl OggOpusStream {
             opus::Encoder::new(sample_rate, opus::Channels::Mono, opus::Application::Audio).map_err(codec)?;
         encoder.set_bitrate(opus::Bitrate::Bits(BITRATE)).map_err(codec)?;
         let lookahead = encoder.get_lookahead().map_err(codec)?;
-        let lookahead = usize::try_from(lookahead).map_err(codec_msg("negative lookahead"))?;
+        let lookahead = usize::try_from(lookahead)
+            .map_err(|_| AudioError::codec(AudioFormat::Opus, "negative encoder lookahead"))?;
         Ok(OggOpusStream {
             encoder,
             writer: PacketWriter::new(Vec::new()),
@@ -116,28 +117,39 @@ impl OggOpusStream {
     }
 
     /// Encodes every whole packet in `pending` and writes them, ending the page (or, with
-    /// `end_stream`, the stream, with the granule that trims the padding) on the last.
+    /// `end_stream`, the stream) on the last.
     fn flush_packets(&mut self, end_stream: bool) -> Result<(), AudioError> {
         let packet_len = self.packet_len();
         let count = self.pending.len() / packet_len;
         for i in 0..count {
-            let start = i * packet_len;
-            let mut packet = vec![0u8; MAX_PACKET];
-            let input = &self.pending[start..start + packet_len];
-            let len = self.encoder.encode(input, &mut packet).map_err(|e| AudioError::codec(AudioFormat::Opus, e))?;
-            packet.truncate(len);
-            self.packets_out += 1;
-            let (end, granule) = match (i + 1 == count, end_stream) {
-                (false, _) => (PacketWriteEndInfo::NormalPacket, self.packets_out * GRANULE_PER_PACKET),
-                (true, false) => (PacketWriteEndInfo::EndPage, self.packets_out * GRANULE_PER_PACKET),
-                (true, true) => {
-                    (PacketWriteEndInfo::EndStream, u64::from(self.pre_skip()) + self.samples_in * self.granule_scale())
-                }
+            let packet = self.encode_packet(i * packet_len..(i + 1) * packet_len)?;
+            let end = match (i + 1 == count, end_stream) {
+                (false, _) => PacketWriteEndInfo::NormalPacket,
+                (true, false) => PacketWriteEndInfo::EndPage,
+                (true, true) => PacketWriteEndInfo::EndStream,
+            };
+            let granule = if end == PacketWriteEndInfo::EndStream {
+                // Less than what the packets decode to: the decoder trims the padding.
+                u64::from(self.pre_skip()) + self.samples_in * self.granule_scale()
+            } else {
+                self.packets_out * GRANULE_PER_PACKET
             };
             self.write(packet, end, granule)?;
         }
         self.pending.drain(..count * packet_len);
         Ok(())
+    }
+
+    /// Encodes `pending[range]` (one packet's samples) and counts the packet.
+    fn encode_packet(&mut self, range: std::ops::Range<usize>) -> Result<Vec<u8>, AudioError> {
+        let mut packet = vec![0u8; MAX_PACKET];
+        let len = self
+            .encoder
+            .encode(&self.pending[range], &mut packet)
+            .map_err(|e| AudioError::codec(AudioFormat::Opus, e))?;
+        packet.truncate(len);
+        self.packets_out += 1;
+        Ok(packet)
     }
 
     fn take_output(&mut self) -> Vec<u8> {
@@ -190,10 +202,6 @@ fn opus_tags() -> Vec<u8> {
     tags.extend_from_slice(vendor);
     tags.extend_from_slice(&0u32.to_le_bytes()); // user comments
     tags
-}
-
-fn codec_msg<E>(message: &'static str) -> impl Fn(E) -> AudioError {
-    move |_| AudioError::codec(AudioFormat::Opus, message)
 }
 
 #[cfg(test)]

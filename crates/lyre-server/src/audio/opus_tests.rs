@@ -184,7 +184,13 @@ fn opus_tools_accept_and_decode_the_stream() {
     assert!(info.contains("Pre-skip: 312"), "{info}");
     assert!(info.contains("Playback length: 0m:00.8"), "{info}");
 
-    let args = ["--quiet".as_ref(), "--rate".as_ref(), "24000".as_ref(), opus_path.as_os_str(), wav_path.as_os_str()];
+    let args = [
+        "--quiet".as_ref(),
+        "--rate".as_ref(),
+        "24000".as_ref(),
+        opus_path.as_os_str(),
+        wav_path.as_os_str(),
+    ];
     run_tool("opusdec", &args);
     let reader = hound::WavReader::open(&wav_path).unwrap();
     assert_eq!((reader.spec().sample_rate, reader.spec().channels), (SAMPLE_RATE, 1));
@@ -194,11 +200,4 @@ fn opus_tools_accept_and_decode_the_stream() {
     assert_eq!(decoded.len(), frames * FRAME_SAMPLES);
     let (lag, snr) = aligned_snr(&samples, &decoded);
     assert!(lag.abs() <= 1 && snr > 10.0, "SNR {snr:.1} dB at lag {lag}");
-}
-#[test]
-fn zz_dump() {
-    let samples = sweep(10 * FRAME_SAMPLES);
-    std::fs::write("/tmp/t.opus", encode_clip(AudioFormat::Opus, &samples, SAMPLE_RATE).unwrap()).unwrap();
-    let d = decode(&std::fs::read("/tmp/t.opus").unwrap());
-    eprintln!("{:?}", aligned_snr(&samples, &d));
 }

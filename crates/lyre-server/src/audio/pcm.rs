@@ -54,10 +54,8 @@ mod tests {
     #[test]
     fn bytes_are_exact_s16le() {
         let samples = [0.0, 1.0, -1.0, 0.5, -0.25, 3.0, f32::NAN];
-        let want: Vec<u8> = [0i16, 32767, -32767, 16384, -8192, 32767, 0]
-            .iter()
-            .flat_map(|s| s.to_le_bytes())
-            .collect();
+        let want: Vec<u8> =
+            [0i16, 32767, -32767, 16384, -8192, 32767, 0].iter().flat_map(|s| s.to_le_bytes()).collect();
         assert_eq!(PcmStream::new(SAMPLE_RATE).unwrap().push(&samples).unwrap(), want);
         assert_eq!(encode_clip(AudioFormat::Pcm, &samples, SAMPLE_RATE).unwrap(), want);
     }

@@ -50,6 +50,9 @@ pub struct SynthArgs {
     /// Emit at most this many 80 ms frames (default: 5 s plus 1 s per text token).
     #[arg(long)]
     pub max_frames: Option<u32>,
+    /// Never stop at the end-of-speech token (always emit --max-frames frames).
+    #[arg(long)]
+    pub ignore_eos: bool,
     /// Write the codes as JSON: {"codes": [[c0, ..., c15], ...]}.
     #[arg(long)]
     pub codes_out: Option<PathBuf>,
@@ -121,6 +124,7 @@ fn sampling(args: &SynthArgs, model: &ModelDir) -> SamplingParams {
     if args.greedy {
         s = s.greedy();
     }
+    s.ignore_eos = args.ignore_eos;
     s
 }
 

@@ -28,6 +28,8 @@ pub struct SynthesisFields {
     /// Both models greedy (deterministic, like `--greedy`).
     pub greedy: Option<bool>,
     pub max_frames: Option<u32>,
+    /// Never stop at the model's end-of-speech token: always emit `max_frames` frames.
+    pub ignore_eos: Option<bool>,
 }
 
 /// What validation needs to know about the served model.
@@ -145,6 +147,7 @@ impl Validator<'_> {
         if f.greedy == Some(true) {
             s = s.greedy();
         }
+        s.ignore_eos = f.ignore_eos.unwrap_or(false);
         s.validate().map_err(|e| Failure::from(&e))?;
         Ok(s)
     }

@@ -213,7 +213,7 @@ impl Connection {
                     },
                     None => PcmStream::encode(&f.pcm),
                 };
-                let codes = s.send_codes.then(|| ServerMessage::Codes { frame: f.index, codes: f.codes });
+                let codes = s.send_codes.then_some(ServerMessage::Codes { frame: f.index, codes: f.codes });
                 if !bytes.is_empty() && sink.send(Message::Binary(bytes.into())).await.is_err() {
                     return Flow::Close;
                 }

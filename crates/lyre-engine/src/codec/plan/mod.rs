@@ -43,7 +43,7 @@ impl Dense {
 }
 
 /// One stage's output, as the debug capture reads it.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct StageTap<'a> {
     /// The stage's name in `refs/speech_decoder.safetensors`.
     pub name: String,
@@ -135,8 +135,16 @@ impl FramePlan {
             sessions: inp.sessions,
         }
         .build(env)?;
-        let proj = conv(inp.sessions, "decoder.rvq_proj", &w.rvq_proj, self.rvq.view(), st.pre_conv_in.view(), f);
-        let pre = conv(inp.sessions, "decoder.pre_conv", &w.pre_conv, st.pre_conv_in.view(), self.pre_conv_out.view(), f);
+        let proj =
+            conv(inp.sessions, "decoder.rvq_proj", &w.rvq_proj, self.rvq.view(), st.pre_conv_in.view(), f);
+        let pre = conv(
+            inp.sessions,
+            "decoder.pre_conv",
+            &w.pre_conv,
+            st.pre_conv_in.view(),
+            self.pre_conv_out.view(),
+            f,
+        );
         Ok(vec![rows, rvq, proj.build(env)?, pre.build(env)?])
     }
 

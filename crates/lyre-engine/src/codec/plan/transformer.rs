@@ -2,16 +2,15 @@
 //! with RoPE and no q/k norm, SwiGLU, LayerScale on both branches), final norm, output projection.
 //! Rows are `session × frames + t`; K and V go to the slot's ring.
 
-use super::{Dense, FramePlan, StepInputs};
+use super::{conv, Dense, FramePlan, StepInputs};
 use crate::codec::shape::DecoderShape;
 use crate::error::Result;
 use crate::gpu::{Dispatch, RowCount};
 use crate::kernels::attention::Attention;
-use crate::kernels::conv1d::{Activation, Conv1d, PackedConv, Residual};
+use crate::kernels::conv1d::{Conv1d, Residual};
 use crate::kernels::glu::Glu;
 use crate::kernels::qk_norm_rope::{QkNormRope, RowLayout};
 use crate::kernels::seq_norm::{NormKind, SeqNorm};
-use crate::kernels::seq_view::SeqView;
 
 pub(super) struct Buffers {
     /// The residual stream.
@@ -43,42 +42,18 @@ impl Buffers {
     }
 }
 
-/// A linear site over this step's transformer rows.
-struct Linear<'a> {
-    inp: &'a StepInputs<'a>,
-    rows: u32,
-}
-
-impl<'a> Linear<'a> {
-    fn run(
-        &self,
-        label: &str,
-        weights: &'a PackedConv,
-        x: SeqView<'a>,
-        y: SeqView<'a>,
-        scale: Option<&'a wgpu::Buffer>,
-        residual: Residual<'a>,
-    ) -> Result<Dispatch> {
-        Conv1d {
-            label,
-            conv: weights,
-            x,
-            y,
-            rows_in: self.rows,
-            sessions: self.inp.sessions,
-            activation: Activation::None,
-            scale,
-            residual,
-        }
-        .build(self.inp.env)
-    }
-}
-
 pub(super) fn build(plan: &FramePlan, inp: &StepInputs) -> Result<Vec<Dispatch>> {
     let (env, s, w) = (inp.env, inp.shape, inp.weights);
     let b = &plan.transformer;
     let rows = plan.frames as u32;
-    let lin = Linear { inp, rows };
+    let lin = |label: &str, weights, x: &Dense, y: &Dense| {
+        conv(inp.sessions, label, weights, x.view(), y.view(), rows).build(env)
+    };
+    // `x += scale * (W · h)`: the LayerScale'd residual branches.
+    let branch = |label: &str, weights, x: &Dense, scale| {
+        let c = conv(inp.sessions, label, weights, x.view(), b.x.view(), rows);
+        Conv1d { scale: Some(scale), residual: Residual::Accumulate, ..c }.build(env)
+    };
     let norm = |label: &str, weight, x: &Dense, y: &Dense| {
         SeqNorm {
             label,
@@ -95,19 +70,12 @@ pub(super) fn build(plan: &FramePlan, inp: &StepInputs) -> Result<Vec<Dispatch>>
         .build(env)
     };
     let layout = RowLayout { wrap: true, rows_per_group: rows };
-    let mut out = vec![lin.run(
-        "decoder.tf.input_proj",
-        &w.input_proj,
-        plan.pre_conv_out.view(),
-        b.x.view(),
-        None,
-        Residual::None,
-    )?];
+    let mut out = vec![lin("decoder.tf.input_proj", &w.input_proj, &plan.pre_conv_out, &b.x)?];
     for (l, lw) in w.layers.iter().enumerate() {
         let label = |n: &str| format!("decoder.tf.{l}.{n}");
         let cache = inp.state.kv.layer(l);
         out.push(norm(&label("input_norm"), &lw.input_norm, &b.x, &b.h)?);
-        out.push(lin.run(&label("qkv"), &lw.qkv, b.h.view(), b.qkv.view(), None, Residual::None)?);
+        out.push(lin(&label("qkv"), &lw.qkv, &b.h, &b.qkv)?);
         let rope = QkNormRope {
             label: &label("rope"),
             heads: s.heads,
@@ -133,10 +101,9 @@ pub(super) fn build(plan: &FramePlan, inp: &StepInputs) -> Result<Vec<Dispatch>>
             rows: RowCount::Sessions,
         };
         out.push(attention.build_with(env, layout));
-        let attn_scale = Some(&lw.attn_scale);
-        out.push(lin.run(&label("o"), &lw.o, b.attn.view(), b.x.view(), attn_scale, Residual::Accumulate)?);
+        out.push(branch(&label("o"), &lw.o, &b.attn, &lw.attn_scale)?);
         out.push(norm(&label("post_norm"), &lw.post_norm, &b.x, &b.h)?);
-        out.push(lin.run(&label("gate_up"), &lw.gate_up, b.h.view(), b.gate_up.view(), None, Residual::None)?);
+        out.push(lin(&label("gate_up"), &lw.gate_up, &b.h, &b.gate_up)?);
         let glu = Glu {
             label: &label("glu"),
             inter: s.inter as u32,
@@ -146,10 +113,9 @@ pub(super) fn build(plan: &FramePlan, inp: &StepInputs) -> Result<Vec<Dispatch>>
             sessions: inp.sessions,
         };
         out.push(glu.build(env)?);
-        let mlp_scale = Some(&lw.mlp_scale);
-        out.push(lin.run(&label("down"), &lw.down, b.act.view(), b.x.view(), mlp_scale, Residual::Accumulate)?);
+        out.push(branch(&label("down"), &lw.down, &b.act, &lw.mlp_scale)?);
     }
     out.push(norm("decoder.tf.norm", &w.norm, &b.x, &b.h)?);
-    out.push(lin.run("decoder.tf.output_proj", &w.output_proj, b.h.view(), b.out.view(), None, Residual::None)?);
+    out.push(lin("decoder.tf.output_proj", &w.output_proj, &b.h, &b.out)?);
     Ok(out)
 }

@@ -46,8 +46,9 @@ pub(super) fn build(plan: &FramePlan, inp: &StepInputs) -> Result<Vec<Dispatch>>
         let label = |n: &str| format!("decoder.up{i}.{n}");
         let ring = st.upsample_out[i].view();
         let rows = rows_in * stage.upsample.shape.up;
-        let site = |label, weights, x, y, rows_in| conv(inp.sessions, label, weights, x, y, rows_in);
-        out.push(site(&label("convt"), &stage.upsample, input, ring, rows_in).build(env)?);
+        let sessions = inp.sessions;
+        let convt = label("convt");
+        out.push(conv(sessions, &convt, &stage.upsample, input, ring, rows_in).build(env)?);
         let dw = DepthwiseConv {
             label: &label("dwconv"),
             weight: &stage.dw_weight,
@@ -74,15 +75,24 @@ pub(super) fn build(plan: &FramePlan, inp: &StepInputs) -> Result<Vec<Dispatch>>
             sessions: inp.sessions,
         };
         out.push(norm.build(env)?);
-        let pw1 = site(&label("pw1"), &stage.pw1, b.norm.view(), b.wide.view(), rows);
+        let pw1_label = label("pw1");
+        let pw1 = conv(sessions, &pw1_label, &stage.pw1, b.norm.view(), b.wide.view(), rows);
         out.push(Conv1d { activation: Activation::Gelu, ..pw1 }.build(env)?);
         let y = b.out.as_ref().map(Dense::view).unwrap_or_else(|| st.decoder_in.view());
-        let pw2 = site(&label("pw2"), &stage.pw2, b.wide.view(), y, rows);
+        let pw2_label = label("pw2");
+        let pw2 = conv(sessions, &pw2_label, &stage.pw2, b.wide.view(), y, rows);
         out.push(Conv1d { scale: Some(&stage.gamma), residual: Residual::From(ring), ..pw2 }.build(env)?);
         input = y;
         rows_in = rows;
     }
-    let dec = conv(inp.sessions, "decoder.decoder0", &w.decoder_in, st.decoder_in.view(), plan.decoder_out.view(), rows_in);
+    let dec = conv(
+        inp.sessions,
+        "decoder.decoder0",
+        &w.decoder_in,
+        st.decoder_in.view(),
+        plan.decoder_out.view(),
+        rows_in,
+    );
     out.push(dec.build(env)?);
     Ok(out)
 }

@@ -1,0 +1,149 @@
+use lyre_engine::kernels::clamp_pcm::ClampPcm;
+use lyre_engine::kernels::frame_rows::FrameRows;
+use lyre_engine::kernels::glu::Glu;
+use lyre_engine::kernels::rvq_dequant::RvqDequant;
+use lyre_engine::kernels::seq_view::SeqView;
+use lyre_engine::kernels::snake::{Snake, SnakeWeights};
+use rand::Rng;
+
+use super::*;
+
+#[test]
+fn snake_writes_into_a_ring_and_matches_f64_sin() {
+    let gpu = Gpu::new();
+    let mut rng = rng(31);
+    let (ch, rows) = (37usize, 50usize);
+    let sessions_desc = [(1u32, 2u32), (0, 0)];
+    let log_alpha = randn(&mut rng, ch, 1.5);
+    let log_beta = randn(&mut rng, ch, 1.0);
+    let x = randn(&mut rng, sessions_desc.len() * rows * ch, 20.0);
+    let weights = SnakeWeights::upload(&gpu.ctx, "snake", &log_alpha, &log_beta).unwrap();
+    let xb = gpu.buf(&x);
+    let empty: Vec<Signal> = (0..2).map(|_| Signal { channels: ch, rows: vec![] }).collect();
+    let ring = RingFill::new(&gpu, 2, 3 * rows as u32 + 7, rows as u32, 0, &[], &empty);
+    let sessions = gpu.sessions(&sessions_desc);
+    let d = Snake {
+        label: "snake",
+        weights: &weights,
+        x: SeqView::dense(&xb, ch as u32, rows as u32),
+        y: ring.view(),
+        rows: rows as u32,
+        sessions: &sessions,
+    }
+    .build(&gpu.env())
+    .unwrap();
+    gpu.run(2, &[d]);
+    let all: Vec<f32> = gpu.read(&ring.buffer);
+    let (mut got, mut want) = (Vec::new(), Vec::new());
+    for (s, &(slot, frame)) in sessions_desc.iter().enumerate() {
+        for t in 0..rows {
+            let row = (frame as usize * rows + t) % ring.len as usize;
+            let base = (slot as usize * ring.len as usize + row) * ring.stride as usize;
+            got.extend_from_slice(&all[base..base + ch]);
+            for c in 0..ch {
+                let v = x[(s * rows + t) * ch + c];
+                // The argument as the GPU forms it (f32), so this checks the sine itself.
+                let arg = (log_alpha[c].exp() * v) as f64;
+                let inv_beta = 1.0 / (log_beta[c].exp() + 1e-9);
+                want.push((v as f64 + inv_beta as f64 * arg.sin().powi(2)) as f32);
+            }
+        }
+    }
+    assert_close("snake", &got, &want, 1e-6);
+}
+
+#[test]
+fn glu_matches_cpu() {
+    let gpu = Gpu::new();
+    let mut rng = rng(32);
+    let (inter, rows, n_s) = (70usize, 3usize, 2usize);
+    let x = randn(&mut rng, n_s * rows * 2 * inter, 4.0);
+    let xb = gpu.buf(&x);
+    let y = gpu.buf(&vec![0f32; n_s * rows * inter]);
+    let sessions = gpu.sessions(&[(0, 0), (1, 1)]);
+    let d = Glu {
+        label: "glu",
+        inter: inter as u32,
+        x: SeqView::dense(&xb, 2 * inter as u32, rows as u32),
+        y: SeqView::dense(&y, inter as u32, rows as u32),
+        rows: rows as u32,
+        sessions: &sessions,
+    }
+    .build(&gpu.env())
+    .unwrap();
+    gpu.run(n_s, &[d]);
+    let want: Vec<f32> = (0..n_s * rows * inter)
+        .map(|i| {
+            let (r, j) = (i / inter, i % inter);
+            let g = x[r * 2 * inter + j] as f64;
+            (g / (1.0 + (-g).exp()) * x[r * 2 * inter + inter + j] as f64) as f32
+        })
+        .collect();
+    assert_close("glu", &gpu.read::<f32>(&y), &want, 1e-6);
+}
+
+#[test]
+fn rvq_sums_codebooks_and_clamps_codes() {
+    let gpu = Gpu::new();
+    let mut rng = rng(33);
+    let (books, size, dim, frames, n_s) = (16usize, 50usize, 6usize, 3usize, 2usize);
+    let table = randn(&mut rng, books * size * dim, 1.0);
+    let codes: Vec<u32> = (0..n_s * frames * books).map(|_| rng.random_range(0..60)).collect();
+    let (tb, cb) = (gpu.buf(&table), gpu.buf(&codes));
+    let y = gpu.buf(&vec![0f32; n_s * frames * 2 * dim]);
+    let sessions = gpu.sessions(&[(1, 4), (0, 0)]);
+    let d = RvqDequant {
+        label: "rvq",
+        table: &tb,
+        books: books as u32,
+        codebook_size: size as u32,
+        dim: dim as u32,
+        codes: &cb,
+        frames: frames as u32,
+        y: SeqView::dense(&y, 2 * dim as u32, frames as u32),
+        sessions: &sessions,
+    }
+    .build(&gpu.env())
+    .unwrap();
+    gpu.run(n_s, &[d]);
+    let vector = |r: usize, q: usize| {
+        let code = (codes[r * books + q] as usize).min(size - 1);
+        &table[(q * size + code) * dim..(q * size + code + 1) * dim]
+    };
+    let mut want = Vec::new();
+    for r in 0..n_s * frames {
+        want.extend_from_slice(vector(r, 0));
+        want.extend((0..dim).map(|d| (1..books).map(|q| vector(r, q)[d]).sum::<f32>()));
+    }
+    assert_close("rvq", &gpu.read::<f32>(&y), &want, 1e-6);
+}
+
+#[test]
+fn clamp_and_frame_rows() {
+    let gpu = Gpu::new();
+    let mut rng = rng(34);
+    let rows = 130usize;
+    let x = randn(&mut rng, 2 * rows * 4, 3.0);
+    let xb = gpu.buf(&x);
+    let pcm = gpu.buf(&vec![0f32; 2 * rows]);
+    let table = gpu.buf(&[0u32; 2 * 4 * 4]);
+    let sessions = gpu.sessions(&[(3, 10), (1, 0)]);
+    let env = gpu.env();
+    let clamp = ClampPcm {
+        label: "clamp",
+        x: SeqView::dense(&xb, 4, rows as u32),
+        pcm: &pcm,
+        rows: rows as u32,
+        sessions: &sessions,
+    };
+    let frame_rows = FrameRows { label: "rows", frames: 4, max_pos: 12, rows: &table, sessions: &sessions };
+    gpu.run(2, &[clamp.build(&env).unwrap(), frame_rows.build(&env)]);
+    let want: Vec<f32> = (0..2 * rows).map(|i| x[i * 4].clamp(-1.0, 1.0)).collect();
+    assert_close("clamp", &gpu.read::<f32>(&pcm), &want, 0.0);
+    let got: Vec<u32> = gpu.read(&table);
+    let want_rows: Vec<u32> = [(3, 10), (3, 11), (3, 11), (3, 11), (1, 0), (1, 1), (1, 2), (1, 3)]
+        .iter()
+        .flat_map(|&(slot, pos)| [slot, pos, 0, 0])
+        .collect();
+    assert_eq!(got, want_rows, "row descriptors (positions clamped to the RoPE table)");
+}

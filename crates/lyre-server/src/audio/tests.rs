@@ -1,0 +1,109 @@
+//! Tests of the format names, the i16 rule and the clip/stream agreement of every format.
+
+use super::test_util::{streamed, sweep};
+use super::*;
+
+#[test]
+fn format_names_round_trip_and_ignore_case() {
+    for f in AudioFormat::ALL {
+        assert_eq!(f.as_str().parse::<AudioFormat>().unwrap(), f);
+        assert_eq!(f.as_str().to_uppercase().parse::<AudioFormat>().unwrap(), f);
+        assert_eq!(f.to_string(), f.as_str());
+    }
+    assert_eq!(AudioFormat::default(), AudioFormat::Wav);
+}
+
+#[test]
+fn unknown_format_error_lists_the_valid_names() {
+    let err = "aac".parse::<AudioFormat>().unwrap_err();
+    assert_eq!(err.to_string(), "unknown audio format `aac`: expected one of wav, pcm, opus, mp3, flac");
+}
+
+#[test]
+fn serde_uses_the_same_names() {
+    let f: AudioFormat = serde_json::from_str("\"MP3\"").unwrap();
+    assert_eq!(f, AudioFormat::Mp3);
+    assert_eq!(serde_json::to_string(&AudioFormat::Opus).unwrap(), "\"opus\"");
+    let err = serde_json::from_str::<AudioFormat>("\"ogg\"").unwrap_err();
+    assert!(err.to_string().contains("expected one of wav, pcm, opus, mp3, flac"), "{err}");
+}
+
+#[test]
+fn content_types_and_extensions() {
+    let got: Vec<_> = AudioFormat::ALL.iter().map(|f| (f.content_type(), f.file_extension())).collect();
+    assert_eq!(
+        got,
+        [
+            ("audio/wav", "wav"),
+            ("audio/pcm", "pcm"),
+            ("audio/ogg", "opus"),
+            ("audio/mpeg", "mp3"),
+            ("audio/flac", "flac")
+        ]
+    );
+}
+
+#[test]
+fn f32_to_i16_clamps_and_rounds() {
+    let cases = [
+        (0.0, 0),
+        (1.0, 32767),
+        (-1.0, -32767),
+        (2.5, 32767),
+        (-7.0, -32767),
+        (f32::INFINITY, 32767),
+        (f32::NEG_INFINITY, -32767),
+        (f32::NAN, 0),
+        (0.5 / 32767.0, 1),
+        (-0.5 / 32767.0, -1),
+        (0.49 / 32767.0, 0),
+        (1000.6 / 32767.0, 1001),
+    ];
+    for (x, want) in cases {
+        assert_eq!(f32_to_i16(x), want, "{x}");
+    }
+}
+
+#[test]
+fn clip_equals_stream_for_every_format() {
+    let samples = sweep(5 * FRAME_SAMPLES + 100);
+    for format in AudioFormat::ALL {
+        let clip = encode_clip(format, &samples, SAMPLE_RATE).unwrap();
+        let stream = streamed(stream_encoder(format, SAMPLE_RATE).unwrap().as_mut(), &samples);
+        let header = match format {
+            AudioFormat::Wav => 44,
+            AudioFormat::Flac => 42,
+            _ => 0,
+        };
+        assert_eq!(clip.len(), stream.len(), "{format}");
+        assert_eq!(clip[header..], stream[header..], "{format}");
+    }
+}
+
+#[test]
+fn push_after_finish_is_an_error() {
+    for format in AudioFormat::ALL {
+        let mut encoder = stream_encoder(format, SAMPLE_RATE).unwrap();
+        encoder.push(&[]).unwrap();
+        encoder.push(&[0.0; FRAME_SAMPLES]).unwrap();
+        encoder.finish().unwrap();
+        assert!(matches!(encoder.push(&[0.0; 10]), Err(AudioError::Finished { .. })), "{format}");
+        assert!(matches!(encoder.finish(), Err(AudioError::Finished { .. })), "{format}");
+    }
+}
+
+#[test]
+fn empty_clips_encode() {
+    for format in AudioFormat::ALL {
+        let bytes = encode_clip(format, &[], SAMPLE_RATE).unwrap();
+        assert_eq!(bytes.is_empty(), format == AudioFormat::Pcm, "{format}");
+    }
+}
+
+#[test]
+fn zero_sample_rate_is_rejected_everywhere() {
+    for format in AudioFormat::ALL {
+        let err = encode_clip(format, &[0.0], 0).unwrap_err();
+        assert!(matches!(err, AudioError::UnsupportedSampleRate { rate: 0, .. }), "{format}: {err}");
+    }
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs the system packages it needs (Debian),
+# checks formatting and lints, then runs every Rust test and the end-to-end client tests.
+# GPU tests run on whatever adapter wgpu finds; CI has only Mesa's lavapipe (Vulkan on the CPU).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SHARED="${LYRE_SHARED:-$(cd .. && pwd)/shared}"
+if [ ! -d "$SHARED/fixtures" ]; then
+  echo "error: the test fixtures are not at $SHARED/fixtures (set LYRE_SHARED)" >&2
+  exit 1
+fi
+export LYRE_SHARED="$SHARED"
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  need=()
+  for pkg in mesa-vulkan-drivers libvulkan1 cmake sox opus-tools; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+  done
+  if [ ${#need[@]} -gt 0 ]; then
+    echo "== installing ${need[*]}"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  fi
+fi
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/lyre-xdg}"
+mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test"
+cargo test --workspace --locked
+
+if [ -d tests/e2e ]; then
+  echo "== end-to-end client tests"
+  python3 -m pip install -q --disable-pip-version-check -r tests/e2e/requirements.txt
+  cargo build --locked -p lyre-server
+  LYRE_BIN="$PWD/target/debug/lyre" python3 -m pytest -q tests/e2e
+fi
+echo "== all tests passed"
