@@ -30,5 +30,18 @@ pub fn ref_codes(fixture_name: &str, case: &str) -> Vec<Vec<u64>> {
 
 pub fn read_codes(path: &Path) -> Vec<Vec<u64>> {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    v["codes"].as_array().unwrap().iter().map(|r| r.as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect()).collect()
+    v["codes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect())
+        .collect()
+}
+
+/// One f32 tensor of a reference case.
+pub fn ref_f32(fixture_name: &str, case: &str, name: &str) -> Vec<f32> {
+    let path = fixture(fixture_name).join("refs").join(format!("{case}.safetensors"));
+    let bytes = std::fs::read(path).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    bytemuck::pod_collect_to_vec(st.tensor(name).unwrap().data())
 }

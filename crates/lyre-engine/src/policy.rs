@@ -24,15 +24,24 @@ pub fn check_voice_and_instruct(cfg: &ModelConfig, voice: &VoiceSpec, instruct: 
         }
         ModelType::VoiceDesign => {
             if !matches!(voice, VoiceSpec::None) {
-                return Err(EngineError::invalid("voice", "a VoiceDesign model takes no speaker; describe the voice in `instruct`"));
+                return Err(EngineError::invalid(
+                    "voice",
+                    "a VoiceDesign model takes no speaker; describe the voice in `instruct`",
+                ));
             }
             if !has_instruct {
-                return Err(EngineError::invalid("instruct", "a VoiceDesign model needs a voice description"));
+                return Err(EngineError::invalid(
+                    "instruct",
+                    "a VoiceDesign model needs a voice description",
+                ));
             }
         }
         ModelType::Base => {
             if !matches!(voice, VoiceSpec::Vector(_)) {
-                return Err(EngineError::invalid("voice", "a Base model clones a voice: give reference audio"));
+                return Err(EngineError::invalid(
+                    "voice",
+                    "a Base model clones a voice: give reference audio",
+                ));
             }
             if has_instruct {
                 return Err(EngineError::invalid("instruct", "Base models do not take instructions"));

@@ -107,7 +107,10 @@ impl Default for LoggingSection {
 
 impl ServerConfig {
     /// Reads `path` (if any), applies `LYRE_*` variables from `env`, and validates.
-    pub fn load(path: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> anyhow::Result<Self> {
+    pub fn load(
+        path: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> anyhow::Result<Self> {
         let mut table = match path {
             Some(p) => {
                 let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
@@ -116,9 +119,9 @@ impl ServerConfig {
             None => toml::Table::new(),
         };
         apply_env(&mut table, env)?;
-        let cfg: ServerConfig = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e| anyhow!("{}: {e}", path.map_or("configuration".into(), |p| p.display().to_string())))?;
+        let cfg: ServerConfig = toml::Value::Table(table).try_into().map_err(|e| {
+            anyhow!("{}: {e}", path.map_or("configuration".into(), |p| p.display().to_string()))
+        })?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -168,14 +171,24 @@ fn apply_env(table: &mut toml::Table, env: impl IntoIterator<Item = (String, Str
             bail!("{name}: no key `{key}` in section [{section}]");
         };
         let parsed = match default {
-            toml::Value::Boolean(_) => toml::Value::Boolean(parse_bool(&value).with_context(|| name.clone())?),
-            toml::Value::Integer(_) => toml::Value::Integer(value.trim().parse().with_context(|| format!("{name}: not an integer"))?),
+            toml::Value::Boolean(_) => {
+                toml::Value::Boolean(parse_bool(&value).with_context(|| name.clone())?)
+            }
+            toml::Value::Integer(_) => {
+                toml::Value::Integer(value.trim().parse().with_context(|| format!("{name}: not an integer"))?)
+            }
             toml::Value::Array(_) => toml::Value::Array(
-                value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| toml::Value::String(s.into())).collect(),
+                value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| toml::Value::String(s.into()))
+                    .collect(),
             ),
             _ => toml::Value::String(value),
         };
-        let entry = table.entry(section.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
+        let entry =
+            table.entry(section.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
         let toml::Value::Table(t) = entry else { bail!("[{section}] is not a table") };
         t.insert(key.to_string(), parsed);
     }

@@ -20,7 +20,12 @@ impl Failure {
     }
 
     pub fn invalid(field: &str, message: impl Into<String>) -> Self {
-        Failure { status: 400, code: "invalid_request", message: message.into(), field: Some(field.to_string()) }
+        Failure {
+            status: 400,
+            code: "invalid_request",
+            message: message.into(),
+            field: Some(field.to_string()),
+        }
     }
 
     pub fn with_field(mut self, field: &str) -> Self {
@@ -44,7 +49,9 @@ impl From<&EngineError> for Failure {
         match e {
             EngineError::InvalidRequest { field, .. } => Failure::invalid(field, msg),
             EngineError::UnknownSpeaker { .. } => Failure::new(400, "unknown_voice", msg).with_field("voice"),
-            EngineError::UnknownLanguage { .. } => Failure::new(400, "unknown_language", msg).with_field("language"),
+            EngineError::UnknownLanguage { .. } => {
+                Failure::new(400, "unknown_language", msg).with_field("language")
+            }
             EngineError::Tokenizer(_) => Failure::new(400, "invalid_text", msg).with_field("text"),
             EngineError::Capacity(_) => Failure::new(503, "capacity", msg),
             EngineError::UnknownSession(_) => Failure::new(404, "unknown_session", msg),

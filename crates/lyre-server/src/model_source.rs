@@ -49,7 +49,8 @@ impl ModelSource {
             ModelSource::Repo(id) => download(id)?,
             ModelSource::Demo => {
                 let dir = crate::demo::default_dir();
-                crate::demo::ensure(&dir).with_context(|| format!("writing the demo model to {}", dir.display()))?;
+                crate::demo::ensure(&dir)
+                    .with_context(|| format!("writing the demo model to {}", dir.display()))?;
                 dir
             }
         };
@@ -66,7 +67,8 @@ fn download(repo: &str) -> anyhow::Result<PathBuf> {
          another machine with `huggingface-cli download {repo} --local-dir DIR`, copy DIR here and \
          start with --model-dir DIR"
     );
-    let api = hf_hub::api::sync::ApiBuilder::from_env().with_progress(true).build().context(advice.clone())?;
+    let api =
+        hf_hub::api::sync::ApiBuilder::from_env().with_progress(true).build().context(advice.clone())?;
     let repo_api = api.model(repo.to_string());
     let mut config = None;
     for file in REPO_FILES {

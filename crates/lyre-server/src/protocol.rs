@@ -107,10 +107,12 @@ mod tests {
 
     #[test]
     fn client_messages_parse_strictly() {
-        let m: ClientMessage = serde_json::from_str(r#"{"type":"start","voice":"ryan","codes":true}"#).unwrap();
+        let m: ClientMessage =
+            serde_json::from_str(r#"{"type":"start","voice":"ryan","codes":true}"#).unwrap();
         assert!(matches!(m, ClientMessage::Start(StartMessage { codes: true, .. })));
         assert!(matches!(serde_json::from_str(r#"{"type":"end"}"#).unwrap(), ClientMessage::End {}));
-        for bad in [r#"{"type":"pause"}"#, r#"{"type":"text"}"#, r#"{"type":"start","voise":"x"}"#, r#"[1]"#] {
+        for bad in [r#"{"type":"pause"}"#, r#"{"type":"text"}"#, r#"{"type":"start","voise":"x"}"#, r#"[1]"#]
+        {
             assert!(serde_json::from_str::<ClientMessage>(bad).is_err(), "{bad}");
         }
     }

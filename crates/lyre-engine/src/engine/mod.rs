@@ -13,6 +13,7 @@ pub use session::{FinishReason, SessionId};
 pub use tick_plan::PlanLimits;
 
 use crate::checkpoint::ModelDir;
+use crate::codec::CodecDecoder;
 use crate::error::{EngineError, Result};
 use crate::gpu::GpuContext;
 use crate::model::code_predictor::CodePredictorWeights;
@@ -96,6 +97,7 @@ pub struct Engine {
     plan: TickPlan,
     talker: TalkerWeights,
     _code_predictor: CodePredictorWeights,
+    decoder: CodecDecoder,
     talker_probe: Option<probe::TalkerProbe>,
     sessions: BTreeMap<SessionId, Session>,
     free_slots: Vec<u32>,
@@ -123,7 +125,14 @@ impl Engine {
             max_positions: opts.max_positions,
         };
         let ids = CodecIds { eos: cfg.talker_config.codec_eos_token_id, min_new_tokens: 2 };
-        let plan = TickPlan::new(&gpu, &talker, &cp, ids, limits)?;
+        let decoder = CodecDecoder::new(
+            &gpu,
+            &model.speech_config,
+            &model.speech_weights,
+            opts.max_sessions,
+            opts.max_positions,
+        )?;
+        let plan = TickPlan::new(&gpu, &talker, &cp, &decoder, ids, limits)?;
         let role = model.tokenizer.assistant_text_ids("")?;
         let role_ids = [role[0], role[1], role[2]];
         gpu.take_error()?;
@@ -134,6 +143,7 @@ impl Engine {
             plan,
             talker,
             _code_predictor: cp,
+            decoder,
             talker_probe: None,
             sessions: BTreeMap::new(),
             free_slots: (0..opts.max_sessions as u32).rev().collect(),
@@ -157,6 +167,11 @@ impl Engine {
     /// Bytes of GPU memory held by the talker's KV cache.
     pub fn kv_cache_bytes(&self) -> u64 {
         self.plan.talker_kv.bytes()
+    }
+
+    /// Bytes of GPU memory held by the codec decoder's per-session streaming state.
+    pub fn decoder_state_bytes(&self) -> u64 {
+        self.decoder.state_bytes()
     }
 
     pub fn live_sessions(&self) -> usize {

@@ -125,7 +125,7 @@ impl Engine {
         q.write_buffer(&plan.normed, 0, bytemuck::cast_slice(past_hidden));
         q.write_buffer(&plan.codes, 0, bytemuck::cast_slice(&[c0]));
         let counts = RowCounts { talker_rows: 0, sessions: 1 };
-        self.run_stages(counts, plan.stages.first_code..plan.dispatches.len())?;
+        self.run_stages(counts, plan.stages.first_code..plan.stages.code_predictor)?;
         let codes: Vec<u32> = read_buffer(&self.gpu, &plan.codes)?;
         let cv = self.model.config.talker_config.code_predictor_config.vocab_size;
         let ms = plan.limits.max_sessions;

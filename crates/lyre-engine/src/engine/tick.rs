@@ -27,7 +27,8 @@ pub(super) fn run(engine: &mut Engine) -> Result<Vec<StepOutput>> {
         finish_sessions(engine, &outputs);
         return Ok(outputs);
     }
-    let codes = submit(engine, &input)?;
+    let (codes, pcm) = submit(engine, &input)?;
+    let spf = engine.decoder.samples_per_frame();
     let logits =
         if engine.opts.capture_logits { Some(read_logits(engine, input.sessions.len())?) } else { None };
     let eos = engine.model.config.talker_config.codec_eos_token_id;
@@ -46,7 +47,7 @@ pub(super) fn run(engine: &mut Engine) -> Result<Vec<StepOutput>> {
             for (dst, &src) in c.iter_mut().zip(row) {
                 *dst = src as u16;
             }
-            out.frame = Some(Frame { index: s.frames, codes: c, pcm: Vec::new() });
+            out.frame = Some(Frame { index: s.frames, codes: c, pcm: pcm[i * spf..(i + 1) * spf].to_vec() });
             s.frames += 1;
             if s.frames >= s.max_frames {
                 out.finished = Some(FinishReason::MaxFrames);
@@ -99,8 +100,9 @@ fn gather(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<TickInpu
     Ok(t)
 }
 
-/// Uploads the tick's descriptors, replays the plan and reads back `[sessions][16]` codes.
-fn submit(engine: &Engine, t: &TickInput) -> Result<Vec<u32>> {
+/// Uploads the tick's descriptors, replays the plan and reads back `[sessions][16]` codes and
+/// `[sessions][1920]` samples in one readback.
+fn submit(engine: &Engine, t: &TickInput) -> Result<(Vec<u32>, Vec<f32>)> {
     let (gpu, plan) = (&engine.gpu, &engine.plan);
     let counts = RowCounts { talker_rows: t.rows.len() as u32, sessions: t.sessions.len() as u32 };
     let q = &gpu.queue;
@@ -119,6 +121,7 @@ fn submit(engine: &Engine, t: &TickInput) -> Result<Vec<u32>> {
                 (desc.slot as usize * words * 4) as u64,
                 bytemuck::cast_slice(&zeros),
             );
+            engine.decoder.reset_slot(q, desc.slot);
         }
     }
     debug_assert_eq!(std::mem::size_of::<[u32; 4]>(), ROW_DESC_BYTES);
@@ -129,11 +132,16 @@ fn submit(engine: &Engine, t: &TickInput) -> Result<Vec<u32>> {
             .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("tick"), timestamp_writes: None });
         record_all(&plan.dispatches, &mut pass, &counts);
     }
-    let bytes = (t.sessions.len() * 16 * 4) as u64;
-    plan.readback.copy_from(&mut encoder, &plan.codes, bytes);
+    let m = t.sessions.len();
+    let code_bytes = (m * 16 * 4) as u64;
+    let pcm_bytes = (m * engine.decoder.samples_per_frame() * 4) as u64;
+    plan.readback.copy_from_at(&mut encoder, &plan.codes, 0, code_bytes);
+    plan.readback.copy_from_at(&mut encoder, engine.decoder.pcm(), plan.pcm_offset, pcm_bytes);
     q.submit(Some(encoder.finish()));
-    let raw = plan.readback.read(gpu, bytes)?;
-    Ok(bytemuck::pod_collect_to_vec(&raw))
+    let raw = plan.readback.read(gpu, plan.pcm_offset + pcm_bytes)?;
+    let codes = bytemuck::pod_collect_to_vec(&raw[..code_bytes as usize]);
+    let pcm = bytemuck::pod_collect_to_vec(&raw[plan.pcm_offset as usize..]);
+    Ok((codes, pcm))
 }
 
 fn read_logits(engine: &Engine, m: usize) -> Result<Vec<FrameLogits>> {

@@ -1,9 +1,10 @@
 //! Every GPU buffer a tick touches and the dispatch list that advances all participating
 //! sessions by one frame: text projection, input assembly, talker, first-codebook sampling,
-//! then fifteen code-predictor steps, each sampling one more codebook. Built once; a tick
-//! uploads its row and session descriptors, replays the list in one compute pass and reads
-//! back the `[sessions][16]` codes.
+//! fifteen code-predictor steps (each sampling one more codebook), then the codec decoder.
+//! Built once; a tick uploads its row and session descriptors, replays the list in one compute
+//! pass and reads back the `[sessions][16]` codes and `[sessions][1920]` samples together.
 
+use crate::codec::CodecDecoder;
 use crate::error::Result;
 use crate::gpu::{Dispatch, GpuContext, Readback, RowCount};
 use crate::kernels::codec_gather::{Accumulate, CodecGather};
@@ -56,7 +57,9 @@ pub struct TickPlan {
     pub talker_kv: KvBuffers,
     pub dispatches: Vec<Dispatch>,
     pub stages: Stages,
+    /// One staging buffer for the tick's results: codes at 0, PCM at `pcm_offset`.
     pub readback: Readback,
+    pub pcm_offset: u64,
     // Kept alive for the bind groups.
     _keep: Vec<wgpu::Buffer>,
     _cp: StackBuffers,
@@ -75,6 +78,8 @@ pub struct Stages {
     pub talker: usize,
     /// Last rows, final norm, codec head, first-codebook sample: `dispatches[talker..first_code]`.
     pub first_code: usize,
+    /// The code predictor: `dispatches[first_code..code_predictor]`; the decoder follows.
+    pub code_predictor: usize,
 }
 
 /// Size in bytes of one row descriptor (`slot, pos, text, codec`).
@@ -87,6 +92,7 @@ impl TickPlan {
         ctx: &GpuContext,
         talker: &TalkerWeights,
         cp: &CodePredictorWeights,
+        decoder: &CodecDecoder,
         ids: CodecIds,
         limits: PlanLimits,
     ) -> Result<Self> {
@@ -263,7 +269,13 @@ impl TickPlan {
             },
         )?);
 
-        let readback = Readback::new(ctx, "codes.readback", (ms * 16 * 4) as u64);
+        let code_predictor_end = d.len();
+        // 6. The codec decoder: one frame of audio per session.
+        d.extend(decoder.build_frame(&env, &codes, &sessions)?);
+
+        let pcm_offset = (ms * 16 * 4).next_multiple_of(256) as u64;
+        let readback =
+            Readback::new(ctx, "tick.readback", pcm_offset + (ms * decoder.samples_per_frame() * 4) as u64);
         let mut keep = vec![text_emb, text_h, tp, last, cp_normed];
         keep.extend(cp_in);
         keep.extend(cp_rows);
@@ -283,8 +295,14 @@ impl TickPlan {
             cp_logits,
             talker_kv,
             dispatches: d,
-            stages: Stages { input: input_end, talker: talker_end, first_code: first_code_end },
+            stages: Stages {
+                input: input_end,
+                talker: talker_end,
+                first_code: first_code_end,
+                code_predictor: code_predictor_end,
+            },
             readback,
+            pcm_offset,
             _keep: keep,
             _cp: cp_bufs,
             _cp_kv: cp_kv,

@@ -89,7 +89,21 @@ impl Readback {
 
     /// Records a copy of `size` bytes of `src` into the staging buffer.
     pub fn copy_from(&self, encoder: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, size: u64) {
-        encoder.copy_buffer_to_buffer(src, 0, &self.staging, 0, size);
+        self.copy_from_at(encoder, src, 0, size);
+    }
+
+    /// Records a copy of the first `size` bytes of `src` to `offset` in the staging buffer
+    /// (several results, one readback).
+    pub fn copy_from_at(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        offset: u64,
+        size: u64,
+    ) {
+        if size > 0 {
+            encoder.copy_buffer_to_buffer(src, 0, &self.staging, offset, size);
+        }
     }
 
     /// Waits for the GPU, then copies the first `size` bytes out (after the submit that

@@ -44,3 +44,20 @@ fn batched_sessions_equal_solo_runs() {
         assert_eq!(got[i], solo[i], "{name}: batched codes equal solo codes");
     }
 }
+
+/// A slot reused by a later session starts from clean decoder state: the same request twice
+/// on one engine gives the same audio, alone or beside others.
+#[test]
+fn reused_slots_give_identical_audio() {
+    let mut engine = engine("tiny-custom-voice", 2);
+    let req = || case_request("tiny-custom-voice", "e2e_cv_stream_auto_ryan", &engine_ref()).unwrap();
+    let first = run_alone(&mut engine, req());
+    let second = run_alone(&mut engine, req());
+    assert_eq!(first.codes, second.codes);
+    let d = first.pcm.iter().zip(&second.pcm).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+    assert_eq!(d, 0.0, "audio of a reused slot differs by {d}");
+}
+
+fn engine_ref() -> lyre_engine::Engine {
+    engine("tiny-custom-voice", 1)
+}

@@ -5,6 +5,8 @@ use crate::support::*;
 /// One session run alone to its end.
 pub struct Run {
     pub codes: Vec<[u16; 16]>,
+    /// The frames' audio, concatenated.
+    pub pcm: Vec<f32>,
     /// Raw talker logits of every step.
     pub talker: Vec<Vec<f32>>,
     /// Code-predictor logits of every emitted frame (15 rows each).
@@ -14,7 +16,7 @@ pub struct Run {
 
 pub fn run_alone(engine: &mut Engine, req: SessionRequest) -> Run {
     let id = engine.start(req).unwrap();
-    let (mut codes, mut talker, mut cp) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut codes, mut talker, mut cp, mut pcm) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     loop {
         let outs = engine.step().unwrap();
         let o = outs.into_iter().find(|o| o.id == id).expect("the session stepped");
@@ -23,11 +25,13 @@ pub fn run_alone(engine: &mut Engine, req: SessionRequest) -> Run {
         if let Some(f) = o.frame {
             assert_eq!(f.index as usize, codes.len());
             codes.push(f.codes);
+            assert_eq!(f.pcm.len(), 1920);
+            pcm.extend(f.pcm);
             cp.extend(l.code_predictor);
         }
         if let Some(reason) = o.finished {
             assert_eq!(engine.live_sessions(), 0, "a finished session frees its slot");
-            return Run { codes, talker, code_predictor: cp, reason };
+            return Run { codes, pcm, talker, code_predictor: cp, reason };
         }
     }
 }
@@ -40,7 +44,7 @@ fn check_case(fixture_name: &str, case: &str) -> bool {
     let mut engine = engine(fixture_name, 2);
     let Some(req) = case_request(fixture_name, case, &engine) else { return false };
     let r = Refs::open(fixture_name, case);
-    let Run { codes, talker, code_predictor: cp, reason } = run_alone(&mut engine, req);
+    let Run { codes, pcm, talker, code_predictor: cp, reason } = run_alone(&mut engine, req);
     let want = ref_codes(&r);
     assert_eq!(codes, want, "{case}: greedy codes");
     let hit_eos = meta(fixture_name, case)["hit_eos"] == true;
@@ -53,6 +57,12 @@ fn check_case(fixture_name: &str, case: &str) -> bool {
     assert_matches(&format!("{case} talker logits"), &talker, &want[..talker.len()], 0.99999, 1e-4);
     let cp: Vec<f32> = cp.into_iter().flatten().collect();
     assert_matches(&format!("{case} code-predictor logits"), &cp, &r.f32("cp_logits"), 0.99999, 1e-4);
+    // The engine's streamed audio is the reference waveform (the decoder runs in the same tick).
+    let wav = r.f32("wav");
+    let d = pcm.iter().zip(&wav).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+    println!("{case} waveform: max|Δ| {d:.3e}");
+    assert_eq!(pcm.len(), wav.len(), "{case}: samples");
+    assert!(d <= 1e-4, "{case}: waveform max|Δ| {d}");
     true
 }
 

@@ -106,7 +106,9 @@ async fn serve(state: AppState, cfg: &ServerConfig) -> anyhow::Result<()> {
     eprintln!("lyre listening on http://{addr}");
     let shared = state.scheduler.shared.clone();
     let drain = Duration::from_secs(cfg.server.drain_timeout_s);
-    axum::serve(listener, router(state)).with_graceful_shutdown(crate::shutdown::drained(shared, drain)).await?;
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(crate::shutdown::drained(shared, drain))
+        .await?;
     Ok(())
 }
 

@@ -1,13 +1,14 @@
 //! `lyre synth`: one clip, start to end, with the same engine the server uses.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
 use lyre_engine::checkpoint::ModelDir;
+use lyre_engine::codec::StandaloneDecoder;
 use lyre_engine::gpu::{GpuContext, GpuOptions};
 use lyre_engine::policy::{check_voice_and_instruct, default_max_frames};
 use lyre_engine::prompt::{TextMode, VoiceSpec};
@@ -19,9 +20,9 @@ pub struct SynthArgs {
     /// Checkpoint directory in the Hugging Face layout.
     #[arg(long)]
     pub model_dir: PathBuf,
-    /// The text to speak.
-    #[arg(long)]
-    pub text: String,
+    /// The text to speak (not needed with --codes-in).
+    #[arg(long, required_unless_present = "codes_in")]
+    pub text: Option<String>,
     /// Preset speaker (CustomVoice models).
     #[arg(long)]
     pub voice: Option<String>,
@@ -56,13 +57,23 @@ pub struct SynthArgs {
     /// Write the codes as JSON: {"codes": [[c0, ..., c15], ...]}.
     #[arg(long)]
     pub codes_out: Option<PathBuf>,
+    /// Write the audio as a 16-bit 24 kHz mono WAV file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Decode these codes ({"codes": [[16 ints], ...]}) instead of running the talker.
+    #[arg(long, conflicts_with_all = ["text", "voice", "instruct", "codes_out"])]
+    pub codes_in: Option<PathBuf>,
 }
 
 pub fn run(args: SynthArgs) -> anyhow::Result<()> {
-    if args.codes_out.is_none() {
-        bail!("nothing to write: give --codes-out FILE.json");
+    if args.codes_out.is_none() && args.out.is_none() {
+        bail!("nothing to write: give --out FILE.wav and/or --codes-out FILE.json");
     }
     let model = Arc::new(ModelDir::open(&args.model_dir)?);
+    if let Some(codes_in) = &args.codes_in {
+        return decode_codes(&model, codes_in, args.out.as_deref());
+    }
+    let text = args.text.clone().unwrap_or_default();
     let voice = match &args.voice {
         Some(v) => VoiceSpec::Speaker(v.clone()),
         None => VoiceSpec::None,
@@ -70,7 +81,7 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
     check_voice_and_instruct(&model.config, &voice, args.instruct.as_deref())?;
     let sampling = sampling(&args, &model);
     sampling.validate()?;
-    let text_tokens = model.tokenizer.assistant_text_ids(&args.text)?.len().saturating_sub(8);
+    let text_tokens = model.tokenizer.assistant_text_ids(&text)?.len().saturating_sub(8);
     let max_frames = args.max_frames.unwrap_or_else(|| default_max_frames(text_tokens, &model.generation));
     let gpu = Arc::new(GpuContext::new(&GpuOptions::from_env())?);
     eprintln!("{} on {} ({:?})", model.describe(), gpu.info.name, gpu.info.backend);
@@ -84,7 +95,7 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
     let mut engine = Engine::new(gpu, model, opts)?;
     let mode = if args.streaming_text { TextMode::Streaming } else { TextMode::NonStreaming };
     let req = SessionRequest {
-        text: TextInput::Whole(args.text.clone()),
+        text: TextInput::Whole(text),
         voice,
         language: args.language.clone(),
         instruct: args.instruct.clone(),
@@ -92,10 +103,14 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
         sampling,
         max_frames,
     };
-    let (codes, reason) = generate(&mut engine, req)?;
+    let (codes, pcm, reason) = generate(&mut engine, req)?;
     if let Some(path) = &args.codes_out {
         let json = serde_json::json!({ "codes": codes });
-        std::fs::write(path, serde_json::to_vec(&json)?).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, serde_json::to_vec(&json)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.out {
+        write_wav(path, &pcm)?;
     }
     eprintln!("{} frames ({:.2} s of audio), finished: {reason:?}", codes.len(), codes.len() as f64 * 0.08);
     Ok(())
@@ -128,11 +143,13 @@ fn sampling(args: &SynthArgs, model: &ModelDir) -> SamplingParams {
     s
 }
 
+type Generated = (Vec<[u16; 16]>, Vec<f32>, FinishReason);
+
 /// Steps the engine until the session ends, with a progress line on stderr.
-fn generate(engine: &mut Engine, req: SessionRequest) -> anyhow::Result<(Vec<[u16; 16]>, FinishReason)> {
+fn generate(engine: &mut Engine, req: SessionRequest) -> anyhow::Result<Generated> {
     let id = engine.start(req)?;
     let started = Instant::now();
-    let mut codes = Vec::new();
+    let (mut codes, mut pcm) = (Vec::new(), Vec::new());
     loop {
         for out in engine.step()? {
             if out.id != id {
@@ -140,9 +157,15 @@ fn generate(engine: &mut Engine, req: SessionRequest) -> anyhow::Result<(Vec<[u1
             }
             if let Some(f) = out.frame {
                 codes.push(f.codes);
+                pcm.extend_from_slice(&f.pcm);
                 if codes.len() % 25 == 0 {
                     let secs = started.elapsed().as_secs_f64();
-                    eprint!("\rframe {} ({:.1} s of audio, {:.1} frames/s)", codes.len(), codes.len() as f64 * 0.08, codes.len() as f64 / secs);
+                    eprint!(
+                        "\rframe {} ({:.1} s of audio, {:.1} frames/s)",
+                        codes.len(),
+                        codes.len() as f64 * 0.08,
+                        codes.len() as f64 / secs
+                    );
                     let _ = std::io::stderr().flush();
                 }
             }
@@ -150,8 +173,45 @@ fn generate(engine: &mut Engine, req: SessionRequest) -> anyhow::Result<(Vec<[u1
                 if codes.len() >= 25 {
                     eprintln!();
                 }
-                return Ok((codes, reason));
+                return Ok((codes, pcm, reason));
             }
         }
     }
+}
+
+fn write_wav(path: &Path, pcm: &[f32]) -> anyhow::Result<()> {
+    let bytes = crate::audio::encode_clip(crate::audio::AudioFormat::Wav, pcm, crate::audio::SAMPLE_RATE)?;
+    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+/// `--codes-in`: the codec decoder alone, frame by frame.
+fn decode_codes(model: &ModelDir, codes_in: &Path, out: Option<&Path>) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(codes_in).with_context(|| format!("reading {}", codes_in.display()))?;
+    let json: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", codes_in.display()))?;
+    let rows =
+        json["codes"].as_array().with_context(|| format!("{}: no \"codes\" array", codes_in.display()))?;
+    let vocab = model.speech_config.decoder_config.codebook_size as u64;
+    let mut codes = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let values: Vec<u64> =
+            row.as_array().map(|r| r.iter().filter_map(|c| c.as_u64()).collect()).unwrap_or_default();
+        if values.len() != 16 || values.iter().any(|&c| c >= vocab) {
+            bail!("{}: frame {i} must be 16 codes below {vocab}", codes_in.display());
+        }
+        codes.push(std::array::from_fn(|k| values[k] as u16));
+    }
+    if codes.is_empty() {
+        bail!("{}: no frames", codes_in.display());
+    }
+    let gpu = Arc::new(GpuContext::new(&GpuOptions::from_env())?);
+    let mut decoder =
+        StandaloneDecoder::new(gpu, &model.speech_config, &model.speech_weights, 1, codes.len())?;
+    let pcm = decoder.decode_clip(&codes)?;
+    if let Some(path) = out {
+        write_wav(path, &pcm)?;
+    }
+    eprintln!("decoded {} frames ({:.2} s of audio)", codes.len(), codes.len() as f64 * 0.08);
+    Ok(())
 }

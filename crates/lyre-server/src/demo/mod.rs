@@ -36,7 +36,8 @@ pub fn ensure(dir: &Path) -> anyhow::Result<()> {
     }
     let tmp = dir.with_extension(format!("partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(tmp.join("speech_tokenizer")).with_context(|| format!("creating {}", tmp.display()))?;
+    std::fs::create_dir_all(tmp.join("speech_tokenizer"))
+        .with_context(|| format!("creating {}", tmp.display()))?;
     write_files(&tmp)?;
     std::fs::write(tmp.join(".complete"), VERSION.to_string())?;
     let _ = std::fs::remove_dir_all(dir);
@@ -68,7 +69,11 @@ fn write_files(dir: &Path) -> anyhow::Result<()> {
         }))?,
     )?;
     write_tokenizer(dir)?;
-    weights::write_safetensors(&dir.join("model.safetensors"), &lyre_engine::checkpoint::expected::main_model_tensors(&config), 1)?;
+    weights::write_safetensors(
+        &dir.join("model.safetensors"),
+        &lyre_engine::checkpoint::expected::main_model_tensors(&config),
+        1,
+    )?;
     weights::write_safetensors(
         &dir.join("speech_tokenizer/model.safetensors"),
         &lyre_engine::checkpoint::expected::speech_tokenizer_tensors(&speech),

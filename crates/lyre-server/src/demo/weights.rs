@@ -23,7 +23,11 @@ fn fill(name: &str, shape: &[usize], rng: &mut StdRng) -> Vec<f32> {
         return constant(0.01);
     }
     let fan_in: usize = shape.iter().skip(1).product::<usize>().max(1);
-    let std = if name.contains("embedding") || name.contains("embed_sum") { 1.0 } else { (fan_in as f32).powf(-0.5) };
+    let std = if name.contains("embedding") || name.contains("embed_sum") {
+        1.0
+    } else {
+        (fan_in as f32).powf(-0.5)
+    };
     (0..n).map(|_| (rng.random::<f32>() * 2.0 - 1.0) * std * 1.732).collect()
 }
 
@@ -33,9 +37,10 @@ pub fn write_safetensors(path: &Path, tensors: &[ExpectedTensor], seed: u64) -> 
     for t in tensors {
         let values = fill(&t.name, &t.shape, &mut rng);
         let (dtype, bytes) = match t.dtype {
-            TensorDtype::Bf16 => {
-                (Dtype::BF16, values.iter().flat_map(|&v| bf16::from_f32(v).to_bits().to_le_bytes()).collect())
-            }
+            TensorDtype::Bf16 => (
+                Dtype::BF16,
+                values.iter().flat_map(|&v| bf16::from_f32(v).to_bits().to_le_bytes()).collect(),
+            ),
             TensorDtype::F32 => (Dtype::F32, values.iter().flat_map(|v| v.to_le_bytes()).collect()),
         };
         data.push((t.name.clone(), dtype, t.shape.clone(), bytes));

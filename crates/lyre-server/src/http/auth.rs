@@ -98,7 +98,8 @@ pub async fn require_key(State(state): State<AppState>, mut req: Request, next: 
             next.run(req).await
         }
         None => {
-            let mut resp = ApiError(Failure::new(401, "unauthorized", "a valid API key is required")).into_response();
+            let mut resp =
+                ApiError(Failure::new(401, "unauthorized", "a valid API key is required")).into_response();
             resp.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer"));
             resp
         }

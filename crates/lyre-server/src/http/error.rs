@@ -45,7 +45,7 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Api
         let path = e.path().to_string();
         let inner = e.into_inner();
         let message = format!("invalid JSON body: {inner}");
-        let field = if path == "." { None } else { Some(path) };
+        let field = if path == "." || path == "?" { None } else { Some(path) };
         ApiError(Failure { status: 400, code: "invalid_json", message, field })
     })
 }
@@ -86,7 +86,7 @@ impl JsonObject {
         serde_path_to_error::deserialize(serde_json::Value::Object(self.0)).map_err(|e| {
             let path = e.path().to_string();
             let message = e.into_inner().to_string();
-            let field = if path == "." { unknown_field(&message) } else { Some(path) };
+            let field = if path == "." || path == "?" { unknown_field(&message) } else { Some(path) };
             ApiError(Failure { status: 400, code: "invalid_request", message, field })
         })
     }

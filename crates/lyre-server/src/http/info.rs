@@ -73,10 +73,11 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
     let fatal = state.scheduler.shared.fatal.lock().unwrap_or_else(|p| p.into_inner()).clone();
     match fatal {
         None => Json(serde_json::json!({ "status": "ok" })).into_response(),
-        Some(reason) => {
-            (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({ "status": "failed", "reason": reason })))
-                .into_response()
-        }
+        Some(reason) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({ "status": "failed", "reason": reason })),
+        )
+            .into_response(),
     }
 }
 

@@ -59,7 +59,8 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(info::healthz))
         .route("/readyz", get(info::readyz))
         .route("/metrics", get(info::metrics));
-    let mut app = api.merge(open).fallback(info::not_found).with_state(state).layer(TraceLayer::new_for_http());
+    let mut app =
+        api.merge(open).fallback(info::not_found).with_state(state).layer(TraceLayer::new_for_http());
     if let Some(cors) = cors {
         app = app.layer(cors);
     }

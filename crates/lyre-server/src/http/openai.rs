@@ -38,10 +38,13 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
         return Err(Failure::invalid("voice", "is required").into());
     }
     let tokens = state.validator().check_text(&input, "input")?;
-    let request = state
-        .validator()
-        .build(&fields, Some(&input), TextMode::NonStreaming)
-        .map_err(|f| if f.field.as_deref() == Some("text") { f.with_field("input") } else { f })?;
+    let request = state.validator().build(&fields, Some(&input), TextMode::NonStreaming).map_err(|f| {
+        if f.field.as_deref() == Some("text") {
+            f.with_field("input")
+        } else {
+            f
+        }
+    })?;
     let slot = state.keys.acquire(key)?;
     let span = tracing::info_span!("speech", format = %format);
     let handle = state.scheduler.submit(request, span)?;
@@ -52,16 +55,23 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
             Ok(resp)
         }
         Some("sse") => Ok(sse(handle, format, slot, tokens)?.into_response()),
-        Some(other) => Err(Failure::invalid("stream_format", format!("`{other}` is not `audio` or `sse`")).into()),
+        Some(other) => {
+            Err(Failure::invalid("stream_format", format!("`{other}` is not `audio` or `sse`")).into())
+        }
     }
 }
 
 fn response_format(name: Option<String>) -> Result<AudioFormat, ApiError> {
     let Some(name) = name else { return Ok(AudioFormat::Mp3) };
     if UNSUPPORTED_FORMATS.contains(&name.to_ascii_lowercase().as_str()) {
-        return Err(Failure::invalid("response_format", format!("`{name}` is not supported; use mp3, opus, wav, flac or pcm")).into());
+        return Err(Failure::invalid(
+            "response_format",
+            format!("`{name}` is not supported; use mp3, opus, wav, flac or pcm"),
+        )
+        .into());
     }
-    name.parse().map_err(|e: crate::audio::AudioError| Failure::invalid("response_format", e.to_string()).into())
+    name.parse()
+        .map_err(|e: crate::audio::AudioError| Failure::invalid("response_format", e.to_string()).into())
 }
 
 fn check_speed(speed: Option<serde_json::Value>) -> Result<(), ApiError> {

@@ -56,7 +56,8 @@ impl Validator<'_> {
         if let Some(tok) = self.model.tokenizer.find_reserved(text) {
             return Err(Failure::invalid(field, format!("contains the reserved token `{tok}`")));
         }
-        let ids = self.model.tokenizer.assistant_text_ids(text).map_err(|e| Failure::from(&e).with_field(field))?;
+        let ids =
+            self.model.tokenizer.assistant_text_ids(text).map_err(|e| Failure::from(&e).with_field(field))?;
         Ok(ids.len().saturating_sub(8))
     }
 
@@ -85,7 +86,9 @@ impl Validator<'_> {
                 return Err(Failure::new(413, "text_too_long", "instruct is too long").with_field("instruct"));
             }
         }
-        if matches!(voice, VoiceSpec::None) && cfg.tts_model_type == lyre_engine::checkpoint::config::ModelType::CustomVoice {
+        if matches!(voice, VoiceSpec::None)
+            && cfg.tts_model_type == lyre_engine::checkpoint::config::ModelType::CustomVoice
+        {
             let valid = lyre_engine::prompt::speakers(cfg).join(", ");
             return Err(Failure::new(400, "unknown_voice", format!("give a voice; this model has: {valid}"))
                 .with_field("voice"));
@@ -101,7 +104,10 @@ impl Validator<'_> {
             Some("whole") | Some("non_streaming") => TextMode::NonStreaming,
             Some("streaming") => TextMode::Streaming,
             Some(other) => {
-                return Err(Failure::invalid("text_mode", format!("`{other}` is not `whole` or `streaming`")));
+                return Err(Failure::invalid(
+                    "text_mode",
+                    format!("`{other}` is not `whole` or `streaming`"),
+                ));
             }
         };
         let sampling = self.sampling(fields)?;

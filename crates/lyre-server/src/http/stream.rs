@@ -92,7 +92,8 @@ impl Streaming {
 }
 
 fn streaming(handle: SessionHandle, format: AudioFormat, slot: KeySlot) -> Result<Streaming, Failure> {
-    let encoder = stream_encoder(format, SAMPLE_RATE).map_err(|e| Failure::invalid("response_format", e.to_string()))?;
+    let encoder = stream_encoder(format, SAMPLE_RATE)
+        .map_err(|e| Failure::invalid("response_format", e.to_string()))?;
     Ok(Streaming { handle, encoder, done: false, _slot: slot })
 }
 
@@ -121,8 +122,12 @@ pub fn sse(
         }
         let b64 = base64::engine::general_purpose::STANDARD;
         let (json, last) = match s.next_chunk().await {
-            Some(Ok(bytes)) => (serde_json::json!({ "type": "speech.audio.delta", "audio": b64.encode(bytes) }), false),
-            Some(Err(f)) => (serde_json::json!({ "type": "error", "error": super::error::error_body(&f)["error"] }), true),
+            Some(Ok(bytes)) => {
+                (serde_json::json!({ "type": "speech.audio.delta", "audio": b64.encode(bytes) }), false)
+            }
+            Some(Err(f)) => {
+                (serde_json::json!({ "type": "error", "error": super::error::error_body(&f)["error"] }), true)
+            }
             None => {
                 let usage = serde_json::json!({
                     "input_tokens": input_tokens, "output_tokens": 0, "total_tokens": input_tokens

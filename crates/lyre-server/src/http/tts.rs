@@ -2,11 +2,6 @@
 
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::HeaderValue;
-use axum::response::{IntoResponse, Response};
-use lyre_engine::prompt::TextMode;
 use super::auth::KeyId;
 use super::error::{read_body, ApiError, JsonObject};
 use super::request::SynthesisFields;
@@ -14,6 +9,11 @@ use super::stream::collect;
 use super::AppState;
 use crate::audio::{encode_clip, AudioFormat, SAMPLE_RATE};
 use crate::errors::Failure;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::HeaderValue;
+use axum::response::{IntoResponse, Response};
+use lyre_engine::prompt::TextMode;
 
 pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let key = req.extensions().get::<KeyId>().copied();
@@ -22,7 +22,9 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     let text = body.require_string("text")?;
     let format = match body.take_string("format")?.as_deref() {
         None => AudioFormat::Wav,
-        Some(f) => f.parse().map_err(|e: crate::audio::AudioError| Failure::invalid("format", e.to_string()))?,
+        Some(f) => {
+            f.parse().map_err(|e: crate::audio::AudioError| Failure::invalid("format", e.to_string()))?
+        }
     };
     let fields: SynthesisFields = body.rest()?;
     let request = state.validator().build(&fields, Some(&text), TextMode::NonStreaming)?;
@@ -30,8 +32,8 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     let span = tracing::info_span!("tts", format = %format);
     let mut handle = state.scheduler.submit(request, span)?;
     let clip = collect(&mut handle, Duration::from_secs(state.config.server.request_timeout_s)).await?;
-    let audio =
-        encode_clip(format, &clip.samples, SAMPLE_RATE).map_err(|e| Failure::new(503, "encoder_error", e.to_string()))?;
+    let audio = encode_clip(format, &clip.samples, SAMPLE_RATE)
+        .map_err(|e| Failure::new(503, "encoder_error", e.to_string()))?;
     let mut resp = Body::from(audio).into_response();
     let h = resp.headers_mut();
     h.insert("content-type", HeaderValue::from_static(format.content_type()));

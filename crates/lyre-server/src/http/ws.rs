@@ -90,7 +90,8 @@ impl Connection {
         let text = match msg {
             Message::Text(t) => t,
             Message::Binary(_) => {
-                let f = Failure::new(400, "invalid_message", "binary messages are not accepted; send JSON text");
+                let f =
+                    Failure::new(400, "invalid_message", "binary messages are not accepted; send JSON text");
                 return self.reply(sink, &ServerMessage::error(&f)).await;
             }
             Message::Close(_) => return Flow::Close,
@@ -138,12 +139,15 @@ impl Connection {
         let format = match start.format.as_deref() {
             None | Some("pcm16") | Some("pcm") => "pcm16",
             Some("opus") => "opus",
-            Some(other) => return Err(Failure::invalid("format", format!("`{other}` is not `pcm16` or `opus`"))),
+            Some(other) => {
+                return Err(Failure::invalid("format", format!("`{other}` is not `pcm16` or `opus`")))
+            }
         };
         let request = self.state.validator().build(&start.fields(), None, TextMode::Streaming)?;
         let encoder = match format {
             "opus" => Some(
-                stream_encoder(AudioFormat::Opus, SAMPLE_RATE).map_err(|e| Failure::new(503, "encoder_error", e.to_string()))?,
+                stream_encoder(AudioFormat::Opus, SAMPLE_RATE)
+                    .map_err(|e| Failure::new(503, "encoder_error", e.to_string()))?,
             ),
             _ => None,
         };
@@ -173,8 +177,12 @@ impl Connection {
         }
         let chars = text.chars().count();
         if s.text_chars + chars > max {
-            return Err(Failure::new(413, "text_too_long", format!("the session's text exceeds {max} characters"))
-                .with_field("text"));
+            return Err(Failure::new(
+                413,
+                "text_too_long",
+                format!("the session's text exceeds {max} characters"),
+            )
+            .with_field("text"));
         }
         if let Some(tok) = model.tokenizer.find_reserved(&text) {
             return Err(Failure::invalid("text", format!("contains the reserved token `{tok}`")));
@@ -209,7 +217,9 @@ impl Connection {
                 let bytes = match s.encoder.as_mut() {
                     Some(enc) => match enc.push(&f.pcm) {
                         Ok(b) => b,
-                        Err(e) => return self.fail(sink, Failure::new(503, "encoder_error", e.to_string())).await,
+                        Err(e) => {
+                            return self.fail(sink, Failure::new(503, "encoder_error", e.to_string())).await
+                        }
                     },
                     None => PcmStream::encode(&f.pcm),
                 };
@@ -241,7 +251,9 @@ impl Connection {
                 self.reply(sink, &msg).await
             }
             Some(SessionEvent::Error(f)) => self.fail(sink, f).await,
-            None => self.fail(sink, Failure::new(503, "session_lost", "the session ended unexpectedly")).await,
+            None => {
+                self.fail(sink, Failure::new(503, "session_lost", "the session ended unexpectedly")).await
+            }
         }
     }
 
@@ -255,7 +267,8 @@ impl Connection {
         let timeout = Duration::from_secs(self.state.config.limits.ws_idle_timeout_s);
         let waiting = self.session.as_ref().is_some_and(|s| !s.text_ended);
         if waiting && self.last_client_message.elapsed() > timeout {
-            let f = Failure::new(408, "idle_timeout", format!("no text or `end` for {} s", timeout.as_secs()));
+            let f =
+                Failure::new(408, "idle_timeout", format!("no text or `end` for {} s", timeout.as_secs()));
             return self.fail(sink, f).await;
         }
         Flow::Continue

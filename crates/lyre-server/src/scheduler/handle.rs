@@ -47,7 +47,11 @@ impl Scheduler {
     pub fn submit(&self, request: SessionRequest, span: tracing::Span) -> Result<SessionHandle, Failure> {
         let s = &self.shared;
         if s.draining.load(Ordering::SeqCst) {
-            return Err(Failure::new(503, "draining", "the server is shutting down; retry on another replica"));
+            return Err(Failure::new(
+                503,
+                "draining",
+                "the server is shutting down; retry on another replica",
+            ));
         }
         if !s.ready.load(Ordering::SeqCst) {
             return Err(Failure::new(503, "not_ready", "the model is still loading"));
@@ -60,14 +64,17 @@ impl Scheduler {
         }
         let sid = self.next_sid.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel(EVENT_BUFFER);
-        let start = PendingStart { sid, request, sink: tx, span, received: Instant::now(), text_ops: Vec::new() };
+        let start =
+            PendingStart { sid, request, sink: tx, span, received: Instant::now(), text_ops: Vec::new() };
         match self.commands.try_send(Command::Start(Box::new(start))) {
             Ok(()) => Ok(SessionHandle { sid, events: rx, commands: self.commands.clone(), finished: false }),
             Err(e) => {
                 s.active.fetch_sub(1, Ordering::SeqCst);
                 Err(match e {
                     TrySendError::Full(_) => busy(s.max_live, s.max_queue),
-                    TrySendError::Disconnected(_) => Failure::new(503, "worker_stopped", "the GPU worker has stopped"),
+                    TrySendError::Disconnected(_) => {
+                        Failure::new(503, "worker_stopped", "the GPU worker has stopped")
+                    }
                 })
             }
         }
@@ -113,7 +120,9 @@ impl SessionHandle {
     fn send(&self, cmd: Command) -> Result<(), Failure> {
         self.commands.try_send(cmd).map_err(|e| match e {
             TrySendError::Full(_) => Failure::new(503, "overloaded", "the GPU worker's queue is full"),
-            TrySendError::Disconnected(_) => Failure::new(503, "worker_stopped", "the GPU worker has stopped"),
+            TrySendError::Disconnected(_) => {
+                Failure::new(503, "worker_stopped", "the GPU worker has stopped")
+            }
         })
     }
 }

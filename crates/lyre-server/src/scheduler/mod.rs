@@ -15,7 +15,9 @@ pub use worker::{spawn_worker, WorkerOptions};
 #[derive(Debug, Clone)]
 pub enum SessionEvent {
     /// The session got a GPU slot after waiting `queued_ms`.
-    Started { queued_ms: f64 },
+    Started {
+        queued_ms: f64,
+    },
     Frame(FrameEvent),
     Done(DoneStats),
     Error(crate::errors::Failure),

@@ -59,7 +59,11 @@ pub struct WorkerOptions {
 
 /// Starts the worker thread. `make_engine` runs on that thread (the GPU device lives there);
 /// if it fails, the error is kept in `Shared::fatal` and the server never turns ready.
-pub fn spawn_worker<F>(make_engine: F, shared: Arc<Shared>, opts: WorkerOptions) -> (Scheduler, JoinHandle<()>)
+pub fn spawn_worker<F>(
+    make_engine: F,
+    shared: Arc<Shared>,
+    opts: WorkerOptions,
+) -> (Scheduler, JoinHandle<()>)
 where
     F: FnOnce() -> anyhow::Result<Engine> + Send + 'static,
 {
@@ -68,7 +72,8 @@ where
     let thread = std::thread::Builder::new()
         .name("gpu-worker".into())
         .spawn(move || {
-            let result = make_engine().and_then(|engine| Worker::new(engine, rx, shared.clone()).run(opts.warm_up));
+            let result =
+                make_engine().and_then(|engine| Worker::new(engine, rx, shared.clone()).run(opts.warm_up));
             if let Err(e) = result {
                 tracing::error!(error = %format!("{e:#}"), "GPU worker stopped");
                 *shared.fatal.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("{e:#}"));
@@ -211,7 +216,8 @@ impl Worker {
             let _ = sink.try_send(SessionEvent::Started { queued_ms });
             span.in_scope(|| tracing::debug!(sid, queued_ms, "session started"));
             self.by_engine_id.insert(id, sid);
-            self.live.insert(sid, Live { engine_id: id, sink, span, received, first_frame_ms: None, frames: 0 });
+            self.live
+                .insert(sid, Live { engine_id: id, sink, span, received, first_frame_ms: None, frames: 0 });
             for op in text_ops {
                 self.text_op(sid, op);
             }
@@ -259,7 +265,8 @@ impl Worker {
             metrics::counter!("lyre_frames_total").increment(1);
             // Counters are integers; audio time is tracked as a monotonic float gauge.
             metrics::gauge!("lyre_audio_seconds_total").increment(0.08);
-            let ev = SessionEvent::Frame(FrameEvent { index: frame.index, codes: frame.codes, pcm: frame.pcm });
+            let ev =
+                SessionEvent::Frame(FrameEvent { index: frame.index, codes: frame.codes, pcm: frame.pcm });
             if live.sink.try_send(ev).is_err() {
                 self.drop_slow(sid);
                 return;
@@ -270,7 +277,9 @@ impl Worker {
             self.by_engine_id.remove(&out.id);
             let elapsed_ms = live.received.elapsed().as_secs_f64() * 1e3;
             let ev = match reason {
-                FinishReason::EmptyText => SessionEvent::Error(Failure::invalid("text", "the text ended without any words")),
+                FinishReason::EmptyText => {
+                    SessionEvent::Error(Failure::invalid("text", "the text ended without any words"))
+                }
                 reason => SessionEvent::Done(DoneStats {
                     frames: live.frames,
                     reason,
