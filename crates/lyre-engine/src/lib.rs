@@ -19,5 +19,6 @@ pub mod prompt;
 pub mod sampling;
 
 pub use engine::{
-    Engine, EngineOptions, FinishReason, Frame, FrameLogits, SessionId, SessionRequest, StepOutput, TextInput,
+    Engine, EngineOptions, FinishReason, Frame, FrameLogits, SessionId, SessionRequest, StepOutput,
+    TextInput, TickProfile,
 };

@@ -1,6 +1,7 @@
 //! The engine: many sessions, one batched GPU pass per frame.
 
 mod probe;
+mod profile;
 mod session;
 mod tick;
 mod tick_plan;
@@ -9,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use probe::CodePredictorProbe;
+pub use profile::TickProfile;
 pub use session::{FinishReason, SessionId};
 pub use tick_plan::PlanLimits;
 
@@ -34,11 +36,19 @@ pub struct EngineOptions {
     pub max_rows_per_tick: usize,
     /// Also read back the raw talker and code-predictor logits every tick (tests, debugging).
     pub capture_logits: bool,
+    /// Time each part of every tick on the GPU (benchmarks), where the adapter can.
+    pub profile: bool,
 }
 
 impl Default for EngineOptions {
     fn default() -> Self {
-        EngineOptions { max_sessions: 16, max_positions: 4096, max_rows_per_tick: 512, capture_logits: false }
+        EngineOptions {
+            max_sessions: 16,
+            max_positions: 4096,
+            max_rows_per_tick: 512,
+            capture_logits: false,
+            profile: false,
+        }
     }
 }
 
@@ -99,6 +109,8 @@ pub struct Engine {
     _code_predictor: CodePredictorWeights,
     decoder: CodecDecoder,
     talker_probe: Option<probe::TalkerProbe>,
+    profiler: Option<profile::Profiler>,
+    last_profile: Option<TickProfile>,
     sessions: BTreeMap<SessionId, Session>,
     free_slots: Vec<u32>,
     next_id: SessionId,
@@ -136,6 +148,7 @@ impl Engine {
         let role = model.tokenizer.assistant_text_ids("")?;
         let role_ids = [role[0], role[1], role[2]];
         gpu.take_error()?;
+        let profiler = if opts.profile { profile::Profiler::new(&gpu, &plan) } else { None };
         Ok(Engine {
             gpu,
             model,
@@ -145,6 +158,8 @@ impl Engine {
             _code_predictor: cp,
             decoder,
             talker_probe: None,
+            profiler,
+            last_profile: None,
             sessions: BTreeMap::new(),
             free_slots: (0..opts.max_sessions as u32).rev().collect(),
             next_id: 1,
@@ -287,6 +302,12 @@ impl Engine {
     /// Advances every session that has input by one frame, in one batched GPU pass.
     pub fn step(&mut self) -> Result<Vec<StepOutput>> {
         tick::run(self)
+    }
+
+    /// GPU time per part of the last tick (with `EngineOptions::profile` on an adapter that
+    /// has timestamp queries inside passes).
+    pub fn last_tick_profile(&self) -> Option<TickProfile> {
+        self.last_profile
     }
 
     /// True when some session could produce a frame now.

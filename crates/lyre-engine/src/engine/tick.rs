@@ -102,8 +102,8 @@ fn gather(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<TickInpu
 
 /// Uploads the tick's descriptors, replays the plan and reads back `[sessions][16]` codes and
 /// `[sessions][1920]` samples in one readback.
-fn submit(engine: &Engine, t: &TickInput) -> Result<(Vec<u32>, Vec<f32>)> {
-    let (gpu, plan) = (&engine.gpu, &engine.plan);
+fn submit(engine: &mut Engine, t: &TickInput) -> Result<(Vec<u32>, Vec<f32>)> {
+    let (gpu, plan) = (&engine.gpu.clone(), &engine.plan);
     let counts = RowCounts { talker_rows: t.rows.len() as u32, sessions: t.sessions.len() as u32 };
     let q = &gpu.queue;
     q.write_buffer(&plan.counts, 0, bytemuck::cast_slice(&counts.as_array()));
@@ -130,7 +130,13 @@ fn submit(engine: &Engine, t: &TickInput) -> Result<(Vec<u32>, Vec<f32>)> {
     {
         let mut pass = encoder
             .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("tick"), timestamp_writes: None });
-        record_all(&plan.dispatches, &mut pass, &counts);
+        match &engine.profiler {
+            Some(p) => p.record(&plan.dispatches, &mut pass, &counts),
+            None => record_all(&plan.dispatches, &mut pass, &counts),
+        }
+    }
+    if let Some(p) = &engine.profiler {
+        p.resolve(&mut encoder);
     }
     let m = t.sessions.len();
     let code_bytes = (m * 16 * 4) as u64;
@@ -141,6 +147,9 @@ fn submit(engine: &Engine, t: &TickInput) -> Result<(Vec<u32>, Vec<f32>)> {
     let raw = plan.readback.read(gpu, plan.pcm_offset + pcm_bytes)?;
     let codes = bytemuck::pod_collect_to_vec(&raw[..code_bytes as usize]);
     let pcm = bytemuck::pod_collect_to_vec(&raw[plan.pcm_offset as usize..]);
+    if let Some(p) = &engine.profiler {
+        engine.last_profile = Some(p.read(gpu)?);
+    }
     Ok((codes, pcm))
 }
 

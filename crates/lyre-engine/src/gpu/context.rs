@@ -139,8 +139,45 @@ impl GpuContext {
         self.take_error()
     }
 
+    /// True when timestamps can be written inside a compute pass (per-part GPU timing).
+    pub fn has_timestamps_in_passes(&self) -> bool {
+        self.features
+            .contains(wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
+    }
+
+    /// What the adapter offers, for logs and benchmark reports.
+    pub fn summary(&self) -> AdapterSummary {
+        AdapterSummary {
+            name: self.info.name.clone(),
+            backend: format!("{:?}", self.info.backend),
+            device_type: format!("{:?}", self.info.device_type),
+            driver: format!("{} {}", self.info.driver, self.info.driver_info).trim().to_string(),
+            subgroup_size: [self.info.subgroup_min_size, self.info.subgroup_max_size],
+            shader_f16: self.features.contains(wgpu::Features::SHADER_F16),
+            subgroups: self.features.contains(wgpu::Features::SUBGROUP),
+            timestamps_in_passes: self.has_timestamps_in_passes(),
+            max_storage_binding: self.limits.max_storage_buffer_binding_size,
+            max_workgroup_storage: self.limits.max_compute_workgroup_storage_size,
+        }
+    }
+
     /// Largest storage binding, which caps every single buffer a kernel sees.
     pub fn max_binding(&self) -> u64 {
         self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size)
     }
+}
+
+/// What an adapter offers (see [`GpuContext::summary`]).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AdapterSummary {
+    pub name: String,
+    pub backend: String,
+    pub device_type: String,
+    pub driver: String,
+    pub subgroup_size: [u32; 2],
+    pub shader_f16: bool,
+    pub subgroups: bool,
+    pub timestamps_in_passes: bool,
+    pub max_storage_binding: u64,
+    pub max_workgroup_storage: u32,
 }

@@ -24,8 +24,13 @@ pub fn gpu() -> Arc<GpuContext> {
 
 pub fn engine(name: &str, max_sessions: usize) -> Engine {
     let model = Arc::new(ModelDir::open(fixture(name)).expect("fixture loads"));
-    let opts =
-        EngineOptions { max_sessions, max_positions: 256, max_rows_per_tick: 128, capture_logits: true };
+    let opts = EngineOptions {
+        max_sessions,
+        max_positions: 256,
+        max_rows_per_tick: 128,
+        capture_logits: true,
+        profile: false,
+    };
     Engine::new(gpu(), model, opts).expect("engine")
 }
 

@@ -1,5 +1,6 @@
 //! Command-line parsing and dispatch.
 
+mod bench;
 mod check_config;
 mod serve;
 mod synth;
@@ -24,6 +25,8 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Synthesise one clip from the command line.
     Synth(synth::SynthArgs),
+    /// Benchmark the engine (no HTTP) at several batch sizes.
+    Bench(bench::BenchArgs),
     /// Validate a configuration file (with LYRE_* overrides) without starting anything.
     CheckConfig(check_config::CheckConfigArgs),
 }
@@ -37,6 +40,10 @@ pub fn main() -> ExitCode {
             synth::run(args)
         }
         Command::CheckConfig(args) => check_config::run(args),
+        Command::Bench(args) => {
+            crate::telemetry::init(cli.log_json, "warn");
+            bench::run(args)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -91,6 +91,7 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
         max_positions: prompt_budget + max_frames as usize + 2,
         max_rows_per_tick: prompt_budget,
         capture_logits: false,
+        profile: false,
     };
     let mut engine = Engine::new(gpu, model, opts)?;
     let mode = if args.streaming_text { TextMode::Streaming } else { TextMode::NonStreaming };

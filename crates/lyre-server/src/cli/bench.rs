@@ -1,0 +1,210 @@
+//! `lyre bench`: the engine alone (no HTTP), at several batch sizes. Each configuration starts
+//! `batch` sessions with the same prompt length at once, EOS disabled so every run has the same
+//! length, and times the first tick (prefill + first frame: time to first audio) and the
+//! following ticks (ms per frame, split by part where the GPU has timestamp queries).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+use lyre_engine::checkpoint::config::ModelType;
+use lyre_engine::checkpoint::ModelDir;
+use lyre_engine::gpu::{GpuContext, GpuOptions};
+use lyre_engine::prompt::{TextMode, VoiceSpec};
+use lyre_engine::sampling::SamplingParams;
+use lyre_engine::{Engine, EngineOptions, SessionRequest, TextInput, TickProfile};
+use serde::Serialize;
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[arg(long)]
+    pub model_dir: PathBuf,
+    /// Batch sizes (sessions stepped together), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
+    pub batch: Vec<usize>,
+    /// Frames per session after the first.
+    #[arg(long, default_value_t = 50)]
+    pub frames: u32,
+    /// Approximate text tokens in each prompt.
+    #[arg(long, default_value_t = 40)]
+    pub prompt_tokens: usize,
+    /// Also write the results as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Serialize)]
+struct Run {
+    batch: usize,
+    frames: u32,
+    ms_per_frame: f64,
+    frames_per_s: f64,
+    ttfa_ms: f64,
+    prefill_ms: f64,
+    talker_ms: Option<f64>,
+    code_predictor_ms: Option<f64>,
+    sampling_ms: Option<f64>,
+    codec_ms: Option<f64>,
+    x_real_time_per_stream: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    adapter: lyre_engine::gpu::AdapterSummary,
+    model: String,
+    prompt_tokens: usize,
+    timing: &'static str,
+    runs: Vec<Run>,
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let model = Arc::new(ModelDir::open(&args.model_dir)?);
+    let gpu = Arc::new(GpuContext::new(&GpuOptions::from_env())?);
+    let max_batch = args.batch.iter().copied().max().unwrap_or(1).max(1);
+    let text = prompt_text(&model, args.prompt_tokens)?;
+    let prompt_rows = model.tokenizer.assistant_text_ids(&text)?.len() + 16;
+    let opts = EngineOptions {
+        max_sessions: max_batch,
+        max_positions: prompt_rows + args.frames as usize + 8,
+        max_rows_per_tick: max_batch * prompt_rows,
+        capture_logits: false,
+        profile: true,
+    };
+    let mut engine = Engine::new(gpu.clone(), model.clone(), opts)?;
+    let timing = if gpu.has_timestamps_in_passes() { "gpu-timestamps" } else { "wall" };
+    eprintln!(
+        "{} on {} ({:?}, {:?})",
+        model.describe(),
+        gpu.info.name,
+        gpu.info.backend,
+        gpu.info.device_type
+    );
+    run_one(&mut engine, &model, &text, 1, 3)?; // warm-up: pipelines, caches
+    let mut runs = Vec::new();
+    println!(
+        "{:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8}",
+        "batch", "ms/frame", "ttfa_ms", "prefill", "talker", "cp", "sampling", "codec", "frames/s", "x_rt"
+    );
+    for &batch in &args.batch {
+        let r = run_one(&mut engine, &model, &text, batch.max(1), args.frames.max(1))?;
+        let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+        println!(
+            "{:>6} {:>10.3} {:>9.2} {:>9.2} {:>9} {:>9} {:>9} {:>9} {:>10.1} {:>8.2}",
+            r.batch,
+            r.ms_per_frame,
+            r.ttfa_ms,
+            r.prefill_ms,
+            f(r.talker_ms),
+            f(r.code_predictor_ms),
+            f(r.sampling_ms),
+            f(r.codec_ms),
+            r.frames_per_s,
+            r.x_real_time_per_stream
+        );
+        runs.push(r);
+    }
+    if let Some(path) = &args.json {
+        let report = Report {
+            adapter: gpu.summary(),
+            model: model.describe(),
+            prompt_tokens: args.prompt_tokens,
+            timing,
+            runs,
+        };
+        std::fs::write(path, serde_json::to_vec_pretty(&report)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Text of about `tokens` tokens.
+fn prompt_text(model: &ModelDir, tokens: usize) -> anyhow::Result<String> {
+    let words =
+        ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "birds", "sing"];
+    let mut text = String::new();
+    let mut i = 0;
+    while model.tokenizer.assistant_text_ids(&text)?.len().saturating_sub(8) < tokens {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(words[i % words.len()]);
+        i += 1;
+    }
+    Ok(text)
+}
+
+fn request(model: &ModelDir, text: &str, frames: u32, seed: u64) -> SessionRequest {
+    let cfg = &model.config;
+    let (voice, instruct) = match cfg.tts_model_type {
+        ModelType::CustomVoice => {
+            (VoiceSpec::Speaker(cfg.talker_config.spk_id.keys().next().cloned().unwrap_or_default()), None)
+        }
+        ModelType::VoiceDesign => (VoiceSpec::None, Some("A calm, clear voice.".to_string())),
+        ModelType::Base => (VoiceSpec::Vector(vec![0.0; cfg.talker_config.hidden_size]), None),
+    };
+    let mut sampling = SamplingParams::from_generation_config(&model.generation, seed);
+    sampling.ignore_eos = true;
+    SessionRequest {
+        text: TextInput::Whole(text.to_string()),
+        voice,
+        language: "auto".into(),
+        instruct,
+        mode: TextMode::NonStreaming,
+        sampling,
+        max_frames: frames + 1,
+    }
+}
+
+fn run_one(
+    engine: &mut Engine,
+    model: &ModelDir,
+    text: &str,
+    batch: usize,
+    frames: u32,
+) -> anyhow::Result<Run> {
+    let started = Instant::now();
+    for i in 0..batch {
+        engine.start(request(model, text, frames, i as u64))?;
+    }
+    let outs = engine.step()?;
+    let ttfa_ms = started.elapsed().as_secs_f64() * 1e3;
+    anyhow::ensure!(
+        outs.iter().filter(|o| o.frame.is_some()).count() == batch,
+        "the first tick did not serve every session"
+    );
+    let prefill_ms = engine.last_tick_profile().map_or(ttfa_ms, |p| p.total_ms());
+    let mut parts = TickProfile::default();
+    let mut profiled = 0;
+    let t0 = Instant::now();
+    let mut ticks = 0;
+    while engine.live_sessions() > 0 {
+        let outs = engine.step()?;
+        if outs.iter().any(|o| o.frame.is_some()) {
+            ticks += 1;
+        }
+        if let Some(p) = engine.last_tick_profile() {
+            parts.talker_ms += p.talker_ms;
+            parts.code_predictor_ms += p.code_predictor_ms;
+            parts.sampling_ms += p.sampling_ms;
+            parts.codec_ms += p.codec_ms;
+            profiled += 1;
+        }
+    }
+    let ms_per_frame = t0.elapsed().as_secs_f64() * 1e3 / ticks.max(1) as f64;
+    let avg = |v: f64| (profiled > 0).then(|| v / profiled as f64);
+    Ok(Run {
+        batch,
+        frames,
+        ms_per_frame,
+        frames_per_s: batch as f64 * 1e3 / ms_per_frame,
+        ttfa_ms,
+        prefill_ms,
+        talker_ms: avg(parts.talker_ms),
+        code_predictor_ms: avg(parts.code_predictor_ms),
+        sampling_ms: avg(parts.sampling_ms),
+        codec_ms: avg(parts.codec_ms),
+        x_real_time_per_stream: 80.0 / ms_per_frame,
+    })
+}
