@@ -139,6 +139,13 @@ impl GpuContext {
         self.take_error()
     }
 
+    /// The subgroup size when the adapter has subgroups of one fixed size (4..=128).
+    pub fn fixed_subgroup_size(&self) -> Option<u32> {
+        let (lo, hi) = (self.info.subgroup_min_size, self.info.subgroup_max_size);
+        (self.features.contains(wgpu::Features::SUBGROUP) && lo == hi && (4..=128).contains(&lo))
+            .then_some(lo)
+    }
+
     /// True when timestamps can be written inside a compute pass (per-part GPU timing).
     pub fn has_timestamps_in_passes(&self) -> bool {
         self.features

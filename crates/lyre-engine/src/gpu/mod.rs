@@ -9,4 +9,4 @@ mod plan;
 pub use buffer::{read_buffer, Readback};
 pub use context::{AdapterSummary, GpuContext, GpuOptions};
 pub use pipeline::KernelSource;
-pub use plan::{record_all, run_now, Dispatch, Extent, Grid, RowCount, RowCounts};
+pub use plan::{record_all, run_now, Alternative, Dispatch, Extent, Grid, RowCount, RowCounts};

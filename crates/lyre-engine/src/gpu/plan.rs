@@ -90,6 +90,16 @@ pub struct Dispatch {
     pub pipeline: Arc<wgpu::ComputePipeline>,
     pub bind_group: wgpu::BindGroup,
     pub grid: Grid,
+    /// Recorded instead when the tick has at least `min_rows` rows (e.g. a tiled GEMM for
+    /// prefill and large batches in place of a matrix-vector kernel).
+    pub alternative: Option<Alternative>,
+}
+
+/// A variant of a dispatch for ticks with many rows.
+pub struct Alternative {
+    pub rows: RowCount,
+    pub min_rows: u32,
+    pub dispatch: Box<Dispatch>,
 }
 
 impl std::fmt::Debug for Dispatch {
@@ -99,8 +109,14 @@ impl std::fmt::Debug for Dispatch {
 }
 
 impl Dispatch {
-    /// Records this dispatch into `pass`; a grid with a zero dimension records nothing.
+    /// Records this dispatch (or its alternative, when the tick has enough rows) into `pass`;
+    /// a grid with a zero dimension records nothing.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, counts: &RowCounts) {
+        if let Some(alt) = &self.alternative {
+            if alt.rows.resolve(counts) >= alt.min_rows {
+                return alt.dispatch.record(pass, counts);
+            }
+        }
         let [x, y, z] = self.grid.resolve(counts);
         if x == 0 || y == 0 || z == 0 {
             return;

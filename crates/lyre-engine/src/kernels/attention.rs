@@ -66,6 +66,7 @@ impl Attention<'_> {
             &[&uniform, self.row_desc, self.q, self.cache.k, self.cache.v, self.out],
         );
         Dispatch {
+            alternative: None,
             label: self.label.to_string(),
             pipeline,
             bind_group,

@@ -67,6 +67,7 @@ impl CodecGather<'_> {
             &[&uniform, self.sessions, self.codes, self.table, dst_buf, self.acc],
         );
         Dispatch {
+            alternative: None,
             label: self.label.to_string(),
             pipeline,
             bind_group,

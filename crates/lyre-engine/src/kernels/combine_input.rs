@@ -52,6 +52,7 @@ impl CombineInput<'_> {
             &[&uniform, self.row_desc, self.text, self.codec_embedding, self.acc, self.extra, self.out],
         );
         Dispatch {
+            alternative: None,
             label: self.label.to_string(),
             pipeline,
             bind_group,

@@ -53,6 +53,7 @@ impl EmbedText<'_> {
         buffers.push(self.out);
         let bind_group = env.ctx.bind_group(self.label, &pipeline, &buffers);
         Ok(Dispatch {
+            alternative: None,
             label: self.label.to_string(),
             pipeline,
             bind_group,

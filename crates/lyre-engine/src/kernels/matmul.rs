@@ -4,12 +4,25 @@ use bytemuck::{Pod, Zeroable};
 
 use super::{groups, Env, Rows};
 use crate::error::{EngineError, Result};
-use crate::gpu::{Dispatch, Extent, Grid, KernelSource, RowCount};
+use crate::gpu::{Alternative, Dispatch, Extent, GpuContext, Grid, KernelSource, RowCount};
 
 pub const SOURCE: KernelSource = KernelSource { name: "matmul_bf16", wgsl: include_str!("matmul_bf16.wgsl") };
+pub const SOURCE_SUBGROUP: KernelSource =
+    KernelSource { name: "matmul_bf16_sg", wgsl: include_str!("matmul_bf16_sg.wgsl") };
+pub const SOURCE_TILED: KernelSource =
+    KernelSource { name: "matmul_bf16_tiled", wgsl: include_str!("matmul_bf16_tiled.wgsl") };
 
+/// Output columns per workgroup and rows per tile of the per-thread kernel.
 const TILE_N: u32 = 64;
 const TILE_R: u32 = 4;
+/// Threads per workgroup of the subgroup kernel (one subgroup per output column).
+const SG_THREADS: u32 = 256;
+/// Output tile of the tiled kernel; its K step (a multiple K must be).
+const TILED_M: u32 = 32;
+const TILED_N: u32 = 64;
+const TILED_K: u32 = 32;
+/// From this many rows on, the subgroup kernel hands over to the tiled one.
+pub const TILED_MIN_ROWS: u32 = 17;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
@@ -43,6 +56,31 @@ pub enum Output {
     Accumulate,
 }
 
+/// Which kernel computes a matmul.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatmulKernel {
+    /// One thread per output column (best on CPU adapters such as lavapipe).
+    PerThread,
+    /// One subgroup per output column: coalesced loads and a subgroup reduction (GPUs).
+    Subgroup { size: u32 },
+    /// 32×64 output tiles staged through workgroup memory (many rows; K a multiple of 32).
+    Tiled,
+}
+
+impl MatmulKernel {
+    /// `Subgroup` on a real GPU with a fixed subgroup size, else `PerThread`.
+    /// `LYRE_MATMUL=per_thread` or `LYRE_MATMUL=subgroup` overrides the choice.
+    pub fn for_adapter(ctx: &GpuContext) -> Self {
+        let size = ctx.fixed_subgroup_size();
+        match (std::env::var("LYRE_MATMUL").as_deref(), size) {
+            (Ok("per_thread"), _) | (_, None) => MatmulKernel::PerThread,
+            (Ok("subgroup"), Some(size)) => MatmulKernel::Subgroup { size },
+            (_, Some(size)) if !ctx.is_cpu() => MatmulKernel::Subgroup { size },
+            _ => MatmulKernel::PerThread,
+        }
+    }
+}
+
 /// Everything one matmul site needs.
 pub struct Matmul<'a> {
     pub label: &'a str,
@@ -60,7 +98,19 @@ pub struct Matmul<'a> {
 }
 
 impl Matmul<'_> {
+    /// With the adapter's kernel ([`MatmulKernel::for_adapter`]); on GPUs, ticks with at least
+    /// [`TILED_MIN_ROWS`] rows switch to the tiled kernel.
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
+        let kernel = MatmulKernel::for_adapter(env.ctx);
+        let mut d = self.build_with(env, kernel)?;
+        if matches!(kernel, MatmulKernel::Subgroup { .. }) && self.k % TILED_K == 0 {
+            let dispatch = Box::new(self.build_with(env, MatmulKernel::Tiled)?);
+            d.alternative = Some(Alternative { rows: self.rows, min_rows: TILED_MIN_ROWS, dispatch });
+        }
+        Ok(d)
+    }
+
+    pub fn build_with(&self, env: &Env, kernel: MatmulKernel) -> Result<Dispatch> {
         let ctx = env.ctx;
         if self.k % 4 != 0 || self.x.stride % 4 != 0 || self.x.offset % 4 != 0 {
             return Err(EngineError::Gpu(format!(
@@ -85,7 +135,34 @@ impl Matmul<'_> {
             activation: self.activation as u32,
             _pad: 0,
         };
-        let pipeline = ctx.pipeline(SOURCE, &[]);
+        let (pipeline, grid) = match kernel {
+            MatmulKernel::PerThread => (
+                ctx.pipeline(SOURCE, &[]),
+                Grid::new(
+                    Extent::Fixed(groups(self.n, TILE_N)),
+                    Extent::Rows { count: self.rows, per_group: TILE_R },
+                ),
+            ),
+            MatmulKernel::Subgroup { size } => (
+                ctx.pipeline(SOURCE_SUBGROUP, &[("SG", size as f64)]),
+                Grid::new(Extent::Fixed(groups(self.n, SG_THREADS / size)), Extent::Fixed(1)),
+            ),
+            MatmulKernel::Tiled => {
+                if self.k % TILED_K != 0 {
+                    return Err(EngineError::Gpu(format!(
+                        "matmul `{}`: the tiled kernel needs k ({}) to be a multiple of {TILED_K}",
+                        self.label, self.k
+                    )));
+                }
+                (
+                    ctx.pipeline(SOURCE_TILED, &[]),
+                    Grid::new(
+                        Extent::Fixed(groups(self.n, TILED_N)),
+                        Extent::Rows { count: self.rows, per_group: TILED_M },
+                    ),
+                )
+            }
+        };
         let uniform = ctx.uniform(self.label, &params);
         let bind_group = ctx.bind_group(
             self.label,
@@ -99,14 +176,6 @@ impl Matmul<'_> {
                 self.y.buffer,
             ],
         );
-        Ok(Dispatch {
-            label: self.label.to_string(),
-            pipeline,
-            bind_group,
-            grid: Grid::new(
-                Extent::Fixed(groups(self.n, TILE_N)),
-                Extent::Rows { count: self.rows, per_group: TILE_R },
-            ),
-        })
+        Ok(Dispatch { alternative: None, label: self.label.to_string(), pipeline, bind_group, grid })
     }
 }

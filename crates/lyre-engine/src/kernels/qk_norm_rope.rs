@@ -133,6 +133,7 @@ impl QkNormRope<'_> {
             ],
         );
         Dispatch {
+            alternative: None,
             label: self.label.to_string(),
             pipeline,
             bind_group,

@@ -32,6 +32,7 @@ impl SwiGlu<'_> {
         let bind_group =
             env.ctx.bind_group(self.label, &pipeline, &[&uniform, env.counts, self.gate_up, self.out]);
         Dispatch {
+            alternative: None,
             label: self.label.to_string(),
             pipeline,
             bind_group,

@@ -1,5 +1,5 @@
 use lyre_engine::gpu::{RowCount, RowCounts};
-use lyre_engine::kernels::matmul::{Activation, Matmul, Output};
+use lyre_engine::kernels::matmul::{Activation, Matmul, MatmulKernel, Output};
 use lyre_engine::kernels::rms_norm::{RmsNorm, WeightFormat};
 use lyre_engine::kernels::swiglu::SwiGlu;
 use lyre_engine::kernels::Rows;
@@ -24,46 +24,63 @@ fn cpu_matmul(x: &[f32], w: &[f32], b: Option<&[f32]>, rows: usize, k: usize, n:
 fn matmul_matches_cpu_on_odd_shapes() {
     let gpu = Gpu::new();
     let mut rng = rng(1);
-    for &(rows, k, n) in &[(1usize, 4usize, 1usize), (3, 36, 70), (7, 100, 130), (13, 64, 65)] {
-        let (w, wbits) = bf16_round(&randn(&mut rng, n * k, 0.5));
-        let (b, bbits) = bf16_round(&randn(&mut rng, n, 0.5));
-        let x = randn(&mut rng, rows * k, 1.0);
-        let prior = randn(&mut rng, rows * n, 1.0);
-        let wbuf = gpu.buf(&wbits);
-        let bbuf = gpu.buf(&bbits);
-        let xbuf = gpu.buf(&x);
-        for (bias, act, out) in [
-            (false, Activation::None, Output::Overwrite),
-            (true, Activation::Silu, Output::Overwrite),
-            (true, Activation::None, Output::Accumulate),
-        ] {
-            let ybuf = gpu.buf(&prior);
-            let d = Matmul {
-                label: "mm",
-                weight: &wbuf,
-                bias: bias.then_some(&bbuf),
-                k: k as u32,
-                n: n as u32,
-                x: Rows::dense(&xbuf, k as u32),
-                y: Rows::dense(&ybuf, n as u32),
-                rows: RowCount::Talker,
-                output: out,
-                activation: act,
-            }
-            .build(&gpu.env())
-            .unwrap();
-            gpu.run(RowCounts { talker_rows: rows as u32, sessions: 0 }, &[d]);
-            let got: Vec<f32> = gpu.read(&ybuf);
-            let mut want = cpu_matmul(&x, &w, bias.then_some(&b), rows, k, n);
-            for (i, v) in want.iter_mut().enumerate() {
-                if act == Activation::Silu {
-                    *v = *v / (1.0 + (-*v).exp());
+    let mut kernels = vec![MatmulKernel::PerThread];
+    let size =
+        gpu.ctx.fixed_subgroup_size().expect("the adapter has subgroups of a fixed size (lavapipe: 8)");
+    kernels.push(MatmulKernel::Subgroup { size });
+    kernels.push(MatmulKernel::Tiled);
+    for kernel in kernels {
+        let shapes: &[(usize, usize, usize)] = if kernel == MatmulKernel::Tiled {
+            &[(1, 32, 1), (33, 64, 70), (70, 96, 130), (5, 256, 65)]
+        } else {
+            &[(1, 4, 1), (3, 36, 70), (7, 100, 130), (13, 64, 65), (20, 260, 33)]
+        };
+        for &(rows, k, n) in shapes {
+            let (w, wbits) = bf16_round(&randn(&mut rng, n * k, 0.5));
+            let (b, bbits) = bf16_round(&randn(&mut rng, n, 0.5));
+            let x = randn(&mut rng, rows * k, 1.0);
+            let prior = randn(&mut rng, rows * n, 1.0);
+            let wbuf = gpu.buf(&wbits);
+            let bbuf = gpu.buf(&bbits);
+            let xbuf = gpu.buf(&x);
+            for (bias, act, out) in [
+                (false, Activation::None, Output::Overwrite),
+                (true, Activation::Silu, Output::Overwrite),
+                (true, Activation::None, Output::Accumulate),
+            ] {
+                let ybuf = gpu.buf(&prior);
+                let d = Matmul {
+                    label: "mm",
+                    weight: &wbuf,
+                    bias: bias.then_some(&bbuf),
+                    k: k as u32,
+                    n: n as u32,
+                    x: Rows::dense(&xbuf, k as u32),
+                    y: Rows::dense(&ybuf, n as u32),
+                    rows: RowCount::Talker,
+                    output: out,
+                    activation: act,
                 }
-                if out == Output::Accumulate {
-                    *v += prior[i];
+                .build_with(&gpu.env(), kernel)
+                .unwrap();
+                gpu.run(RowCounts { talker_rows: rows as u32, sessions: 0 }, &[d]);
+                let got: Vec<f32> = gpu.read(&ybuf);
+                let mut want = cpu_matmul(&x, &w, bias.then_some(&b), rows, k, n);
+                for (i, v) in want.iter_mut().enumerate() {
+                    if act == Activation::Silu {
+                        *v = *v / (1.0 + (-*v).exp());
+                    }
+                    if out == Output::Accumulate {
+                        *v += prior[i];
+                    }
                 }
+                assert_close(
+                    &format!("{kernel:?} matmul {rows}x{k}x{n} {bias} {act:?} {out:?}"),
+                    &got,
+                    &want,
+                    1e-4,
+                );
             }
-            assert_close(&format!("matmul {rows}x{k}x{n} {bias} {act:?} {out:?}"), &got, &want, 1e-4);
         }
     }
 }
@@ -153,4 +170,31 @@ fn swiglu_matches_cpu() {
         })
         .collect();
     assert_close("swiglu", &gpu.read::<f32>(&obuf), &want, 1e-5);
+}
+
+#[test]
+fn tiled_matmul_reads_strided_rows() {
+    let gpu = Gpu::new();
+    let mut rng = rng(5);
+    let (m, k, n) = (40usize, 64usize, 70usize);
+    let (w, wbits) = bf16_round(&randn(&mut rng, n * k, 0.5));
+    let x = randn(&mut rng, 2 * m * k, 1.0);
+    let odd: Vec<f32> = (0..m).flat_map(|i| x[(2 * i + 1) * k..(2 * i + 2) * k].to_vec()).collect();
+    let (wbuf, xbuf, ybuf) = (gpu.buf(&wbits), gpu.buf(&x), gpu.buf(&vec![0f32; m * n]));
+    let d = Matmul {
+        label: "mm",
+        weight: &wbuf,
+        bias: None,
+        k: k as u32,
+        n: n as u32,
+        x: Rows::strided(&xbuf, k as u32, 1, 2),
+        y: Rows::dense(&ybuf, n as u32),
+        rows: RowCount::Sessions,
+        output: Output::Overwrite,
+        activation: Activation::None,
+    }
+    .build_with(&gpu.env(), MatmulKernel::Tiled)
+    .unwrap();
+    gpu.run(RowCounts { talker_rows: 0, sessions: m as u32 }, &[d]);
+    assert_close("tiled strided matmul", &gpu.read::<f32>(&ybuf), &cpu_matmul(&odd, &w, None, m, k, n), 1e-4);
 }

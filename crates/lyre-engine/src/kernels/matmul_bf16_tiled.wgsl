@@ -1,0 +1,129 @@
+// y[r, n] (+)= act(bias[n] + sum_k x[r, k] * w[n, k]) for many rows (prefill, large batches):
+// a 32-row × 64-column output tile per workgroup, K in steps of 32 staged in workgroup memory,
+// so each weight is read once per 32 rows instead of once per row. Each of the 256 threads
+// accumulates 2 rows × 4 columns. K must be a multiple of 32.
+
+struct Params {
+    k: u32,
+    n: u32,
+    rows_index: u32,
+    accumulate: u32,
+    x_stride: u32,
+    x_offset: u32,
+    x_row_step: u32,
+    has_bias: u32,
+    y_stride: u32,
+    y_offset: u32,
+    activation: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> counts: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> bias: array<u32>;
+@group(0) @binding(4) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> y: array<f32>;
+
+const TM: u32 = 32u;
+const TN: u32 = 64u;
+const TK: u32 = 32u;
+
+var<workgroup> xs: array<f32, 1024>; // [row][k], TM × TK
+var<workgroup> ws: array<f32, 2048>; // [k][col], TK × TN
+var<workgroup> wg_rows: u32;
+
+fn bf16x4(v: vec2<u32>) -> vec4<f32> {
+    return vec4<f32>(
+        bitcast<f32>(v.x << 16u), bitcast<f32>(v.x & 0xffff0000u),
+        bitcast<f32>(v.y << 16u), bitcast<f32>(v.y & 0xffff0000u));
+}
+
+fn bias_at(i: u32) -> f32 {
+    let word = bias[i / 2u];
+    if (i % 2u == 0u) {
+        return bitcast<f32>(word << 16u);
+    }
+    return bitcast<f32>(word & 0xffff0000u);
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    if (t == 0u) {
+        wg_rows = counts[p.rows_index];
+    }
+    let rows = workgroupUniformLoad(&wg_rows);
+    let n0 = wid.x * TN;
+    let r0 = wid.y * TM;
+    let k4 = p.k / 4u;
+    let tx = t % 16u; // columns tx*4 .. tx*4+3
+    let ty = t / 16u; // rows ty*2, ty*2+1
+    var acc0 = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    // Loader roles: thread t stages x row t/8 (4 k values), and w entries t and t+256.
+    let xrow = r0 + t / 8u;
+    let xq = (t % 8u) * 4u;
+    let xbase = (p.x_offset + min(xrow, rows - 1u) * p.x_row_step * p.x_stride) / 4u;
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var xv = vec4<f32>(0.0);
+        if (xrow < rows) {
+            xv = x[xbase + (k0 + xq) / 4u];
+        }
+        let xi = (t / 8u) * TK + xq;
+        xs[xi] = xv.x;
+        xs[xi + 1u] = xv.y;
+        xs[xi + 2u] = xv.z;
+        xs[xi + 3u] = xv.w;
+        for (var j = 0u; j < 2u; j++) {
+            let idx = t + j * 256u;
+            let col = idx / 8u;
+            let kq = (idx % 8u) * 4u;
+            var wv = vec4<f32>(0.0);
+            if (n0 + col < p.n) {
+                wv = bf16x4(w[(n0 + col) * k4 + (k0 + kq) / 4u]);
+            }
+            ws[kq * TN + col] = wv.x;
+            ws[(kq + 1u) * TN + col] = wv.y;
+            ws[(kq + 2u) * TN + col] = wv.z;
+            ws[(kq + 3u) * TN + col] = wv.w;
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = xs[(ty * 2u) * TK + kk];
+            let b = xs[(ty * 2u + 1u) * TK + kk];
+            let c = kk * TN + tx * 4u;
+            let wv = vec4<f32>(ws[c], ws[c + 1u], ws[c + 2u], ws[c + 3u]);
+            acc0 += a * wv;
+            acc1 += b * wv;
+        }
+        workgroupBarrier();
+    }
+    for (var rr = 0u; rr < 2u; rr++) {
+        let row = r0 + ty * 2u + rr;
+        if (row >= rows) {
+            continue;
+        }
+        var accv = acc0;
+        if (rr == 1u) {
+            accv = acc1;
+        }
+        for (var cc = 0u; cc < 4u; cc++) {
+            let n = n0 + tx * 4u + cc;
+            if (n >= p.n) {
+                continue;
+            }
+            var v = accv[cc];
+            if (p.has_bias != 0u) {
+                v += bias_at(n);
+            }
+            if (p.activation == 1u) {
+                v = v / (1.0 + exp(min(-v, 80.0)));
+            }
+            let yi = p.y_offset + row * p.y_stride + n;
+            if (p.accumulate != 0u) {
+                v += y[yi];
+            }
+            y[yi] = v;
+        }
+    }
+}
