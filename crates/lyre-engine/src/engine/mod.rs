@@ -38,6 +38,8 @@ pub struct EngineOptions {
     pub capture_logits: bool,
     /// Time each part of every tick on the GPU (benchmarks), where the adapter can.
     pub profile: bool,
+    /// With `profile`: time every dispatch (slower; finds the expensive kernels).
+    pub profile_dispatches: bool,
 }
 
 impl Default for EngineOptions {
@@ -48,6 +50,7 @@ impl Default for EngineOptions {
             max_rows_per_tick: 512,
             capture_logits: false,
             profile: false,
+            profile_dispatches: false,
         }
     }
 }
@@ -148,7 +151,8 @@ impl Engine {
         let role = model.tokenizer.assistant_text_ids("")?;
         let role_ids = [role[0], role[1], role[2]];
         gpu.take_error()?;
-        let profiler = if opts.profile { profile::Profiler::new(&gpu, &plan) } else { None };
+        let profiler =
+            if opts.profile { profile::Profiler::new(&gpu, &plan, opts.profile_dispatches) } else { None };
         Ok(Engine {
             gpu,
             model,
@@ -307,7 +311,7 @@ impl Engine {
     /// GPU time per part of the last tick (with `EngineOptions::profile` on an adapter that
     /// has timestamp queries inside passes).
     pub fn last_tick_profile(&self) -> Option<TickProfile> {
-        self.last_profile
+        self.last_profile.clone()
     }
 
     /// True when some session could produce a frame now.

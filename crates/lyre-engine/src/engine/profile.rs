@@ -15,12 +15,14 @@ pub enum Part {
 }
 
 /// GPU milliseconds of the last profiled tick.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TickProfile {
     pub talker_ms: f64,
     pub code_predictor_ms: f64,
     pub sampling_ms: f64,
     pub codec_ms: f64,
+    /// With per-dispatch profiling: (kind of dispatch, total ms, count).
+    pub by_kind: Vec<(String, f64, u32)>,
 }
 
 impl TickProfile {
@@ -29,10 +31,13 @@ impl TickProfile {
     }
 }
 
-/// Timestamp queries at every change of [`Part`] along the dispatch list.
+/// Timestamp queries at every change of [`Part`] along the dispatch list (or, per dispatch,
+/// before every dispatch).
 pub struct Profiler {
-    /// `(first dispatch, part)` of each run of dispatches of one part.
+    /// `(first dispatch, part)` of each run of dispatches timed together.
     segments: Vec<(usize, Part)>,
+    /// Dispatch labels per segment when every dispatch is its own segment.
+    labels: Option<Vec<String>>,
     queries: wgpu::QuerySet,
     resolved: wgpu::Buffer,
     readback: Readback,
@@ -41,12 +46,17 @@ pub struct Profiler {
 
 impl Profiler {
     /// `None` when the adapter cannot write timestamps inside a compute pass.
-    pub fn new(ctx: &GpuContext, plan: &TickPlan) -> Option<Self> {
+    pub fn new(ctx: &GpuContext, plan: &TickPlan, per_dispatch: bool) -> Option<Self> {
         let needed = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
         if !ctx.features.contains(needed) {
             return None;
         }
-        let segments = segments(plan);
+        let mut segments = segments(plan);
+        let mut labels = None;
+        if per_dispatch && plan.dispatches.len() < 4000 {
+            segments = plan.dispatches.iter().enumerate().map(|(i, d)| (i, part_of(plan, i, d))).collect();
+            labels = Some(plan.dispatches.iter().map(|d| d.label.clone()).collect());
+        }
         let count = segments.len() as u32 + 1;
         let queries = ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
             label: Some("tick.timestamps"),
@@ -62,6 +72,7 @@ impl Profiler {
         let readback = Readback::new(ctx, "tick.timestamps.readback", count as u64 * 8);
         Some(Profiler {
             segments,
+            labels,
             queries,
             resolved,
             readback,
@@ -94,6 +105,19 @@ impl Profiler {
         let raw = self.readback.read(ctx, n as u64 * 8)?;
         let ts: Vec<u64> = bytemuck::pod_collect_to_vec(&raw);
         let mut p = TickProfile::default();
+        if let Some(labels) = &self.labels {
+            for (k, label) in labels.iter().enumerate() {
+                let ms = ts[k + 1].saturating_sub(ts[k]) as f64 * self.period_ns / 1e6;
+                let kind = dispatch_kind(label);
+                match p.by_kind.iter_mut().find(|(name, _, _)| *name == kind) {
+                    Some(entry) => {
+                        entry.1 += ms;
+                        entry.2 += 1;
+                    }
+                    None => p.by_kind.push((kind, ms, 1)),
+                }
+            }
+        }
         for (k, &(_, part)) in self.segments.iter().enumerate() {
             let ms = ts[k + 1].saturating_sub(ts[k]) as f64 * self.period_ns / 1e6;
             match part {
@@ -107,22 +131,28 @@ impl Profiler {
     }
 }
 
-fn segments(plan: &TickPlan) -> Vec<(usize, Part)> {
+fn part_of(plan: &TickPlan, i: usize, d: &Dispatch) -> Part {
     let st = plan.stages;
-    let part = |i: usize, d: &Dispatch| {
-        if d.label.ends_with("sample") {
-            Part::Sampling
-        } else if i < st.first_code {
-            Part::Talker
-        } else if i < st.code_predictor {
-            Part::CodePredictor
-        } else {
-            Part::Codec
-        }
-    };
+    if d.label.ends_with("sample") {
+        Part::Sampling
+    } else if i < st.first_code {
+        Part::Talker
+    } else if i < st.code_predictor {
+        Part::CodePredictor
+    } else {
+        Part::Codec
+    }
+}
+
+/// A dispatch label without its layer and step numbers, e.g. `cp.stack.gate_up`.
+fn dispatch_kind(label: &str) -> String {
+    label.split('.').filter(|s| s.parse::<u32>().is_err()).collect::<Vec<_>>().join(".")
+}
+
+fn segments(plan: &TickPlan) -> Vec<(usize, Part)> {
     let mut out: Vec<(usize, Part)> = Vec::new();
     for (i, d) in plan.dispatches.iter().enumerate() {
-        let p = part(i, d);
+        let p = part_of(plan, i, d);
         if out.last().is_none_or(|&(_, last)| last != p) {
             out.push((i, p));
         }

@@ -30,6 +30,7 @@ pub fn engine(name: &str, max_sessions: usize) -> Engine {
         max_rows_per_tick: 128,
         capture_logits: true,
         profile: false,
+        profile_dispatches: false,
     };
     Engine::new(gpu(), model, opts).expect("engine")
 }

@@ -33,6 +33,9 @@ pub struct BenchArgs {
     /// Also write the results as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Time every dispatch and report the most expensive kinds (slower per frame).
+    #[arg(long)]
+    pub profile_dispatches: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -48,6 +51,9 @@ struct Run {
     sampling_ms: Option<f64>,
     codec_ms: Option<f64>,
     x_real_time_per_stream: f64,
+    /// With --profile-dispatches: (kind, GPU ms per tick, dispatches per tick), costliest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    dispatch_kinds: Vec<(String, f64, u32)>,
 }
 
 #[derive(Debug, Serialize)]
@@ -71,6 +77,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         max_rows_per_tick: max_batch * prompt_rows,
         capture_logits: false,
         profile: true,
+        profile_dispatches: args.profile_dispatches,
     };
     let mut engine = Engine::new(gpu.clone(), model.clone(), opts)?;
     let timing = if gpu.has_timestamps_in_passes() { "gpu-timestamps" } else { "wall" };
@@ -103,6 +110,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             r.frames_per_s,
             r.x_real_time_per_stream
         );
+        for (kind, ms, n) in r.dispatch_kinds.iter().take(12) {
+            println!("        {ms:>8.3} ms {n:>5}×  {kind}");
+        }
         runs.push(r);
     }
     if let Some(path) = &args.json {
@@ -176,6 +186,7 @@ fn run_one(
     );
     let prefill_ms = engine.last_tick_profile().map_or(ttfa_ms, |p| p.total_ms());
     let mut parts = TickProfile::default();
+    let mut kinds: Vec<(String, f64, u32)> = Vec::new();
     let mut profiled = 0;
     let t0 = Instant::now();
     let mut ticks = 0;
@@ -190,10 +201,20 @@ fn run_one(
             parts.sampling_ms += p.sampling_ms;
             parts.codec_ms += p.codec_ms;
             profiled += 1;
+            for (kind, ms, n) in p.by_kind {
+                match kinds.iter_mut().find(|k| k.0 == kind) {
+                    Some(k) => k.1 += ms,
+                    None => kinds.push((kind, ms, n)),
+                }
+            }
         }
     }
     let ms_per_frame = t0.elapsed().as_secs_f64() * 1e3 / ticks.max(1) as f64;
     let avg = |v: f64| (profiled > 0).then(|| v / profiled as f64);
+    for k in &mut kinds {
+        k.1 /= profiled.max(1) as f64;
+    }
+    kinds.sort_by(|a, b| b.1.total_cmp(&a.1));
     Ok(Run {
         batch,
         frames,
@@ -206,5 +227,6 @@ fn run_one(
         sampling_ms: avg(parts.sampling_ms),
         codec_ms: avg(parts.codec_ms),
         x_real_time_per_stream: 80.0 / ms_per_frame,
+        dispatch_kinds: kinds,
     })
 }

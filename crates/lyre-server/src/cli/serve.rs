@@ -128,6 +128,7 @@ fn make_engine(model: Arc<ModelDir>, cfg: &ServerConfig, allow_cpu: bool) -> any
         max_rows_per_tick: cfg.engine.max_rows_per_tick,
         capture_logits: false,
         profile: false,
+        profile_dispatches: false,
     };
     Ok(Engine::new(Arc::new(gpu), model, opts)?)
 }

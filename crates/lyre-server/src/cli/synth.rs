@@ -92,6 +92,7 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
         max_rows_per_tick: prompt_budget,
         capture_logits: false,
         profile: false,
+        profile_dispatches: false,
     };
     let mut engine = Engine::new(gpu, model, opts)?;
     let mode = if args.streaming_text { TextMode::Streaming } else { TextMode::NonStreaming };
