@@ -21,8 +21,12 @@ const SG_THREADS: u32 = 256;
 const TILED_M: u32 = 32;
 const TILED_N: u32 = 64;
 const TILED_K: u32 = 32;
-/// From this many rows on, the subgroup kernel hands over to the tiled one.
-pub const TILED_MIN_ROWS: u32 = 17;
+/// Rows from which the tiled kernel replaces the subgroup kernel. Measured on an H200
+/// (docs/PERFORMANCE.md): the subgroup kernel wins at 32 rows, the tiled one from 64.
+/// `LYRE_TILED_MIN_ROWS` overrides it (tests use it to run the tiled path on tiny models).
+pub fn tiled_min_rows() -> u32 {
+    std::env::var("LYRE_TILED_MIN_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(48)
+}
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
@@ -99,13 +103,13 @@ pub struct Matmul<'a> {
 
 impl Matmul<'_> {
     /// With the adapter's kernel ([`MatmulKernel::for_adapter`]); on GPUs, ticks with at least
-    /// [`TILED_MIN_ROWS`] rows switch to the tiled kernel.
+    /// [`tiled_min_rows`] rows switch to the tiled kernel.
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
         let kernel = MatmulKernel::for_adapter(env.ctx);
         let mut d = self.build_with(env, kernel)?;
         if matches!(kernel, MatmulKernel::Subgroup { .. }) && self.k % TILED_K == 0 {
             let dispatch = Box::new(self.build_with(env, MatmulKernel::Tiled)?);
-            d.alternative = Some(Alternative { rows: self.rows, min_rows: TILED_MIN_ROWS, dispatch });
+            d.alternative = Some(Alternative { rows: self.rows, min_rows: tiled_min_rows(), dispatch });
         }
         Ok(d)
     }
