@@ -58,6 +58,29 @@ impl SamplingParams {
         self
     }
 
+    /// Applies a request's overrides; each applies to both the talker and the code predictor.
+    pub fn with_overrides(mut self, o: &SamplingOverrides) -> Self {
+        for s in [&mut self.talker, &mut self.code_predictor] {
+            if let Some(t) = o.temperature {
+                s.temperature = t;
+            }
+            if let Some(k) = o.top_k {
+                s.top_k = k;
+            }
+            if let Some(p) = o.top_p {
+                s.top_p = p;
+            }
+        }
+        if let Some(r) = o.repetition_penalty {
+            self.repetition_penalty = r;
+        }
+        self.ignore_eos = o.ignore_eos;
+        if o.greedy {
+            self = self.greedy();
+        }
+        self
+    }
+
     /// Rejects values the sampler cannot honour, naming the field.
     pub fn validate(&self) -> Result<()> {
         for (prefix, s) in [("", &self.talker), ("subtalker_", &self.code_predictor)] {
@@ -90,6 +113,17 @@ impl SamplingParams {
         }
         Ok(())
     }
+}
+
+/// What a request may change about the checkpoint's sampling defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SamplingOverrides {
+    pub temperature: Option<f32>,
+    pub top_k: Option<u32>,
+    pub top_p: Option<f32>,
+    pub repetition_penalty: Option<f32>,
+    pub greedy: bool,
+    pub ignore_eos: bool,
 }
 
 pub const FLAG_TALKER_SAMPLE: u32 = 1;

@@ -6,7 +6,10 @@ use super::qk_norm_rope::{Heads, KvCache, RowLayout};
 use super::Env;
 use crate::gpu::{Dispatch, Extent, Grid, KernelSource, RowCount};
 
-pub const SOURCE: KernelSource = KernelSource { name: "attention", wgsl: include_str!("attention.wgsl") };
+pub const SOURCE: KernelSource = KernelSource {
+    name: "attention",
+    wgsl: concat!(include_str!("descriptors.wgsl"), include_str!("attention.wgsl")),
+};
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]

@@ -21,13 +21,6 @@ struct Params {
     _pad1: u32,
 }
 
-struct Row {
-    slot: u32,
-    pos: u32,
-    text: u32,
-    codec: u32,
-}
-
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> rows: array<Row>;
 @group(0) @binding(2) var<storage, read> q: array<f32>;

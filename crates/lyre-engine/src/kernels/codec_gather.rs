@@ -6,8 +6,10 @@ use bytemuck::{Pod, Zeroable};
 use super::{groups, Env, Rows};
 use crate::gpu::{Dispatch, Extent, Grid, KernelSource, RowCount};
 
-pub const SOURCE: KernelSource =
-    KernelSource { name: "codec_gather", wgsl: include_str!("codec_gather.wgsl") };
+pub const SOURCE: KernelSource = KernelSource {
+    name: "codec_gather",
+    wgsl: concat!(include_str!("descriptors.wgsl"), include_str!("codec_gather.wgsl")),
+};
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]

@@ -5,8 +5,10 @@ use bytemuck::{Pod, Zeroable};
 use super::{groups, Env};
 use crate::gpu::{Dispatch, Extent, Grid, KernelSource, RowCount};
 
-pub const SOURCE: KernelSource =
-    KernelSource { name: "combine_input", wgsl: include_str!("combine_input.wgsl") };
+pub const SOURCE: KernelSource = KernelSource {
+    name: "combine_input",
+    wgsl: concat!(include_str!("descriptors.wgsl"), include_str!("combine_input.wgsl")),
+};
 
 /// Row-descriptor `text`/`codec` value meaning "no contribution".
 pub const NONE: u32 = 0xffff_ffff;

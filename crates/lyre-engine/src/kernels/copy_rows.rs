@@ -5,7 +5,10 @@ use bytemuck::{Pod, Zeroable};
 use super::{groups, Env, Rows};
 use crate::gpu::{Dispatch, Extent, Grid, KernelSource, RowCount};
 
-pub const SOURCE: KernelSource = KernelSource { name: "copy_rows", wgsl: include_str!("copy_rows.wgsl") };
+pub const SOURCE: KernelSource = KernelSource {
+    name: "copy_rows",
+    wgsl: concat!(include_str!("descriptors.wgsl"), include_str!("copy_rows.wgsl")),
+};
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]

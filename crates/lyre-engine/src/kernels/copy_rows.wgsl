@@ -13,25 +13,6 @@ struct Params {
     dst_step: u32,
 }
 
-struct Session {
-    slot: u32,
-    last_row: u32,
-    gen_index: u32,
-    flags: u32,
-    seed_lo: u32,
-    seed_hi: u32,
-    top_k: u32,
-    sub_top_k: u32,
-    temperature: f32,
-    top_p: f32,
-    rep_penalty: f32,
-    sub_temperature: f32,
-    sub_top_p: f32,
-    _p0: u32,
-    _p1: u32,
-    _p2: u32,
-}
-
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> sessions: array<Session>;
 @group(0) @binding(2) var<storage, read> src: array<f32>;

@@ -7,7 +7,10 @@ use super::{groups, Env};
 use crate::error::{EngineError, Result};
 use crate::gpu::{Dispatch, Extent, Grid, KernelSource, RowCount};
 
-pub const SOURCE: KernelSource = KernelSource { name: "embed_text", wgsl: include_str!("embed_text.wgsl") };
+pub const SOURCE: KernelSource = KernelSource {
+    name: "embed_text",
+    wgsl: concat!(include_str!("descriptors.wgsl"), include_str!("embed_text.wgsl")),
+};
 
 /// How many buffers one table may be split into.
 pub const MAX_CHUNKS: usize = 8;

@@ -6,11 +6,18 @@ use super::{groups, Env, Rows};
 use crate::error::{EngineError, Result};
 use crate::gpu::{Alternative, Dispatch, Extent, GpuContext, Grid, KernelSource, RowCount};
 
-pub const SOURCE: KernelSource = KernelSource { name: "matmul_bf16", wgsl: include_str!("matmul_bf16.wgsl") };
-pub const SOURCE_SUBGROUP: KernelSource =
-    KernelSource { name: "matmul_bf16_sg", wgsl: include_str!("matmul_bf16_sg.wgsl") };
-pub const SOURCE_TILED: KernelSource =
-    KernelSource { name: "matmul_bf16_tiled", wgsl: include_str!("matmul_bf16_tiled.wgsl") };
+pub const SOURCE: KernelSource = KernelSource {
+    name: "matmul_bf16",
+    wgsl: concat!(include_str!("matmul_common.wgsl"), include_str!("matmul_bf16.wgsl")),
+};
+pub const SOURCE_SUBGROUP: KernelSource = KernelSource {
+    name: "matmul_bf16_sg",
+    wgsl: concat!(include_str!("matmul_common.wgsl"), include_str!("matmul_bf16_sg.wgsl")),
+};
+pub const SOURCE_TILED: KernelSource = KernelSource {
+    name: "matmul_bf16_tiled",
+    wgsl: concat!(include_str!("matmul_common.wgsl"), include_str!("matmul_bf16_tiled.wgsl")),
+};
 
 /// Output columns per workgroup and rows per tile of the per-thread kernel.
 const TILE_N: u32 = 64;

@@ -2,43 +2,7 @@
 // w: bf16, row-major [n][k] (PyTorch Linear layout), packed two per u32, read four at a time.
 // One thread per output column, TILE_R rows per workgroup so each weight is read once per tile.
 
-struct Params {
-    k: u32,
-    n: u32,
-    rows_index: u32,
-    accumulate: u32,
-    x_stride: u32,
-    x_offset: u32,
-    x_row_step: u32,
-    has_bias: u32,
-    y_stride: u32,
-    y_offset: u32,
-    activation: u32,
-    _pad: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> counts: array<u32>;
-@group(0) @binding(2) var<storage, read> w: array<vec2<u32>>;
-@group(0) @binding(3) var<storage, read> bias: array<u32>;
-@group(0) @binding(4) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> y: array<f32>;
-
 const TILE_R: u32 = 4u;
-
-fn bf16x4(v: vec2<u32>) -> vec4<f32> {
-    return vec4<f32>(
-        bitcast<f32>(v.x << 16u), bitcast<f32>(v.x & 0xffff0000u),
-        bitcast<f32>(v.y << 16u), bitcast<f32>(v.y & 0xffff0000u));
-}
-
-fn bf16_at(i: u32) -> f32 {
-    let word = bias[i / 2u];
-    if (i % 2u == 0u) {
-        return bitcast<f32>(word << 16u);
-    }
-    return bitcast<f32>(word & 0xffff0000u);
-}
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -65,7 +29,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wi
     for (var r = 0u; r < nr; r++) {
         var v = acc[r];
         if (p.has_bias != 0u) {
-            v += bf16_at(n);
+            v += bias_at(n);
         }
         if (p.activation == 1u) {
             v = v / (1.0 + exp(min(-v, 80.0)));

@@ -3,28 +3,6 @@
 // so each weight is read once per 32 rows instead of once per row. Each of the 256 threads
 // accumulates 2 rows × 4 columns. K must be a multiple of 32.
 
-struct Params {
-    k: u32,
-    n: u32,
-    rows_index: u32,
-    accumulate: u32,
-    x_stride: u32,
-    x_offset: u32,
-    x_row_step: u32,
-    has_bias: u32,
-    y_stride: u32,
-    y_offset: u32,
-    activation: u32,
-    _pad: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> counts: array<u32>;
-@group(0) @binding(2) var<storage, read> w: array<vec2<u32>>;
-@group(0) @binding(3) var<storage, read> bias: array<u32>;
-@group(0) @binding(4) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> y: array<f32>;
-
 const TM: u32 = 32u;
 const TN: u32 = 64u;
 const TK: u32 = 32u;
@@ -32,20 +10,6 @@ const TK: u32 = 32u;
 var<workgroup> xs: array<f32, 1024>; // [row][k], TM × TK
 var<workgroup> ws: array<f32, 2048>; // [k][col], TK × TN
 var<workgroup> wg_rows: u32;
-
-fn bf16x4(v: vec2<u32>) -> vec4<f32> {
-    return vec4<f32>(
-        bitcast<f32>(v.x << 16u), bitcast<f32>(v.x & 0xffff0000u),
-        bitcast<f32>(v.y << 16u), bitcast<f32>(v.y & 0xffff0000u));
-}
-
-fn bias_at(i: u32) -> f32 {
-    let word = bias[i / 2u];
-    if (i % 2u == 0u) {
-        return bitcast<f32>(word << 16u);
-    }
-    return bitcast<f32>(word & 0xffff0000u);
-}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {

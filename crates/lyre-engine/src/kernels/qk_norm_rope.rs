@@ -5,8 +5,10 @@ use bytemuck::{Pod, Zeroable};
 use super::Env;
 use crate::gpu::{Dispatch, Extent, Grid, KernelSource, RowCount};
 
-pub const SOURCE: KernelSource =
-    KernelSource { name: "qk_norm_rope", wgsl: include_str!("qk_norm_rope.wgsl") };
+pub const SOURCE: KernelSource = KernelSource {
+    name: "qk_norm_rope",
+    wgsl: concat!(include_str!("descriptors.wgsl"), include_str!("qk_norm_rope.wgsl")),
+};
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]

@@ -7,7 +7,10 @@ use super::{Env, Rows};
 use crate::error::{EngineError, Result};
 use crate::gpu::{Dispatch, Extent, Grid, KernelSource, RowCount};
 
-pub const SOURCE: KernelSource = KernelSource { name: "sample", wgsl: include_str!("sample.wgsl") };
+pub const SOURCE: KernelSource = KernelSource {
+    name: "sample",
+    wgsl: concat!(include_str!("descriptors.wgsl"), include_str!("sample.wgsl")),
+};
 
 /// The largest vocabulary the sampler holds in workgroup memory.
 pub const MAX_VOCAB: u32 = 4096;

@@ -12,7 +12,7 @@ use lyre_engine::codec::StandaloneDecoder;
 use lyre_engine::gpu::{GpuContext, GpuOptions};
 use lyre_engine::policy::{check_voice_and_instruct, default_max_frames};
 use lyre_engine::prompt::{TextMode, VoiceSpec};
-use lyre_engine::sampling::SamplingParams;
+use lyre_engine::sampling::{SamplingOverrides, SamplingParams};
 use lyre_engine::{Engine, EngineOptions, FinishReason, SessionRequest, TextInput};
 
 #[derive(Debug, Args)]
@@ -122,27 +122,15 @@ fn sampling(args: &SynthArgs, model: &ModelDir) -> SamplingParams {
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
     });
-    let mut s = SamplingParams::from_generation_config(&model.generation, seed);
-    if let Some(t) = args.temperature {
-        s.talker.temperature = t;
-        s.code_predictor.temperature = t;
-    }
-    if let Some(k) = args.top_k {
-        s.talker.top_k = k;
-        s.code_predictor.top_k = k;
-    }
-    if let Some(p) = args.top_p {
-        s.talker.top_p = p;
-        s.code_predictor.top_p = p;
-    }
-    if let Some(r) = args.repetition_penalty {
-        s.repetition_penalty = r;
-    }
-    if args.greedy {
-        s = s.greedy();
-    }
-    s.ignore_eos = args.ignore_eos;
-    s
+    let overrides = SamplingOverrides {
+        temperature: args.temperature,
+        top_k: args.top_k,
+        top_p: args.top_p,
+        repetition_penalty: args.repetition_penalty,
+        greedy: args.greedy,
+        ignore_eos: args.ignore_eos,
+    };
+    SamplingParams::from_generation_config(&model.generation, seed).with_overrides(&overrides)
 }
 
 type Generated = (Vec<[u16; 16]>, Vec<f32>, FinishReason);

@@ -4,7 +4,7 @@
 use lyre_engine::checkpoint::ModelDir;
 use lyre_engine::policy::{check_voice_and_instruct, default_max_frames};
 use lyre_engine::prompt::{prefix_rows, PromptSpec, TextMode, VoiceSpec};
-use lyre_engine::sampling::SamplingParams;
+use lyre_engine::sampling::{SamplingOverrides, SamplingParams};
 use lyre_engine::{SessionRequest, TextInput};
 use serde::Deserialize;
 
@@ -134,26 +134,16 @@ impl Validator<'_> {
 
     fn sampling(&self, f: &SynthesisFields) -> Result<SamplingParams, Failure> {
         let seed = f.seed.unwrap_or_else(rand::random);
-        let mut s = SamplingParams::from_generation_config(&self.model.generation, seed);
-        if let Some(t) = f.temperature {
-            s.talker.temperature = t;
-            s.code_predictor.temperature = t;
-        }
-        if let Some(k) = f.top_k {
-            s.talker.top_k = k;
-            s.code_predictor.top_k = k;
-        }
-        if let Some(p) = f.top_p {
-            s.talker.top_p = p;
-            s.code_predictor.top_p = p;
-        }
-        if let Some(r) = f.repetition_penalty {
-            s.repetition_penalty = r;
-        }
-        if f.greedy == Some(true) {
-            s = s.greedy();
-        }
-        s.ignore_eos = f.ignore_eos.unwrap_or(false);
+        let overrides = SamplingOverrides {
+            temperature: f.temperature,
+            top_k: f.top_k,
+            top_p: f.top_p,
+            repetition_penalty: f.repetition_penalty,
+            greedy: f.greedy == Some(true),
+            ignore_eos: f.ignore_eos == Some(true),
+        };
+        let s =
+            SamplingParams::from_generation_config(&self.model.generation, seed).with_overrides(&overrides);
         s.validate().map_err(|e| Failure::from(&e))?;
         Ok(s)
     }
