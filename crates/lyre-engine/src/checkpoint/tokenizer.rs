@@ -243,10 +243,12 @@ pub(crate) mod tests {
     use std::path::PathBuf;
     use std::sync::OnceLock;
 
-    const FIXTURES: &str = "/work/shared/fixtures";
-
+    /// `$LYRE_SHARED/fixtures`, else the fixtures beside the workspace.
     fn fixture(name: &str) -> PathBuf {
-        PathBuf::from(FIXTURES).join(name)
+        let shared = std::env::var_os("LYRE_SHARED")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
+        shared.join("fixtures").join(name)
     }
 
     /// The custom-voice fixture's tokenizer, loaded once for all tests of the crate.

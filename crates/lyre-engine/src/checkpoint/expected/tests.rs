@@ -9,8 +9,11 @@ use super::{main_model_tensors, speech_tokenizer_tensors};
 use crate::checkpoint::config::{read_json, ModelConfig, SpeechTokenizerConfig};
 use crate::checkpoint::weights::{ExpectedTensor, WeightFile};
 
+/// `$LYRE_SHARED`, else the `shared/` folder beside the workspace.
 fn shared() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+    std::env::var_os("LYRE_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
 }
 
 fn read_value(path: &Path) -> Value {
