@@ -43,4 +43,10 @@ if [ -d tests/e2e ]; then
   cargo build --locked -p lyre-server
   LYRE_BIN="$PWD/target/debug/lyre" python3 -m pytest -q tests/e2e
 fi
+# Further suites (reliability, deployment, browser, ...): one script each, run in name order.
+for suite in scripts/suites/*.sh; do
+  [ -e "$suite" ] || continue
+  echo "== suite $(basename "$suite")"
+  bash "$suite"
+done
 echo "== all tests passed"
