@@ -34,8 +34,8 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --locked
-echo "== parity again with the GPU matmul kernels (subgroup, and tiled from 17 rows) forced on"
-LYRE_MATMUL=subgroup LYRE_TILED_MIN_ROWS=17 cargo test --locked -p lyre-engine --test parity
+echo "== parity and decoder again with the GPU kernels (subgroup matmul and attention, tiled from 17 rows) forced on"
+LYRE_MATMUL=subgroup LYRE_TILED_MIN_ROWS=17 cargo test --locked -p lyre-engine --test parity --test decoder
 
 if [ -d tests/e2e ]; then
   echo "== end-to-end client tests"

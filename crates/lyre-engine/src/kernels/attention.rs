@@ -2,6 +2,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::matmul::MatmulKernel;
 use super::qk_norm_rope::{Heads, KvCache, RowLayout};
 use super::Env;
 use crate::gpu::{Dispatch, Extent, Grid, KernelSource, RowCount};
@@ -10,6 +11,13 @@ pub const SOURCE: KernelSource = KernelSource {
     name: "attention",
     wgsl: concat!(include_str!("descriptors.wgsl"), include_str!("attention.wgsl")),
 };
+pub const SOURCE_SUBGROUP: KernelSource = KernelSource {
+    name: "attention_sg",
+    wgsl: concat!(include_str!("descriptors.wgsl"), include_str!("attention_sg.wgsl")),
+};
+
+/// Head dims per lane the subgroup kernel can hold (its `MAX_DPL`).
+const SG_MAX_DIMS_PER_LANE: u32 = 8;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
@@ -47,6 +55,11 @@ impl Attention<'_> {
     /// [`Attention::build`] with a non-default row layout (a ring-buffer cache, several rows
     /// per grid y).
     pub fn build_with(&self, env: &Env, layout: RowLayout) -> Dispatch {
+        self.build_kernel(env, layout, AttentionKernel::for_adapter(env, self.heads.head_dim))
+    }
+
+    /// [`Attention::build_with`] with the kernel chosen by the caller (tests run both).
+    pub fn build_kernel(&self, env: &Env, layout: RowLayout, kernel: AttentionKernel) -> Dispatch {
         let h = self.heads;
         let params = Params {
             n_heads: h.n_heads,
@@ -61,7 +74,10 @@ impl Attention<'_> {
             rows_per_group: layout.rows_per_group.max(1),
             _pad: [0; 2],
         };
-        let pipeline = env.ctx.pipeline(SOURCE, &[]);
+        let pipeline = match kernel {
+            AttentionKernel::Subgroup { size } => env.ctx.pipeline(SOURCE_SUBGROUP, &[("SG", size as f64)]),
+            AttentionKernel::PerThread => env.ctx.pipeline(SOURCE, &[]),
+        };
         let uniform = env.ctx.uniform(self.label, &params);
         let bind_group = env.ctx.bind_group(
             self.label,
@@ -75,5 +91,31 @@ impl Attention<'_> {
             bind_group,
             grid: Grid { x: Extent::Fixed(h.n_heads), y: Extent::rows(self.rows), z: layout.grid_z() },
         }
+    }
+}
+
+/// Which kernel computes attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttentionKernel {
+    /// One thread per key in chunks of 64 (CPU adapters).
+    PerThread,
+    /// One subgroup per key, lanes over the head dims (GPUs).
+    Subgroup { size: u32 },
+}
+
+impl AttentionKernel {
+    /// The subgroup kernel when the matmul choice is the subgroup kernel (so `LYRE_MATMUL`
+    /// switches both) and `head_dim` splits evenly over at most 8 dims per lane.
+    pub fn for_adapter(env: &Env, head_dim: u32) -> Self {
+        match MatmulKernel::for_adapter(env.ctx) {
+            MatmulKernel::Subgroup { size } if Self::fits(size, head_dim) => {
+                AttentionKernel::Subgroup { size }
+            }
+            _ => AttentionKernel::PerThread,
+        }
+    }
+
+    pub fn fits(subgroup_size: u32, head_dim: u32) -> bool {
+        head_dim % subgroup_size == 0 && head_dim / subgroup_size <= SG_MAX_DIMS_PER_LANE
     }
 }

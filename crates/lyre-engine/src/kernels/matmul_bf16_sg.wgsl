@@ -1,13 +1,36 @@
 // y[r, n] (+)= act(bias[n] + sum_k x[r, k] * w[n, k]), bf16 weights [n][k], for GPUs with
 // subgroups: one subgroup per output column, its lanes striding over k four values at a time
-// (coalesced 8-byte loads), TILE_R rows of x per pass so each weight is read once per tile,
+// (coalesced 8-byte loads), up to 8 rows of x per pass so each weight is read once per tile,
 // and a subgroupAdd at the end. SG must equal the adapter's (fixed) subgroup size.
+//
+// The accumulators are vec4s indexed only by constants: a private array indexed by a loop
+// variable with a run-time bound lands in local memory on NVIDIA, which made every FMA a
+// load and a store (v3 in docs/PERFORMANCE.md).
 
 override SG: u32 = 32u;
 
 const WG: u32 = 256u;
 const TILE_R: u32 = 8u;
 var<workgroup> wg_rows: u32;
+
+fn row_base(r: u32) -> u32 {
+    return (p.x_offset + r * p.x_row_step * p.x_stride) / 4u;
+}
+
+fn finish(v_in: f32, n: u32, row: u32) {
+    var v = v_in;
+    if (p.has_bias != 0u) {
+        v += bias_at(n);
+    }
+    if (p.activation == 1u) {
+        v = v / (1.0 + exp(min(-v, 80.0)));
+    }
+    let yi = p.y_offset + row * p.y_stride + n;
+    if (p.accumulate != 0u) {
+        v += y[yi];
+    }
+    y[yi] = v;
+}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
@@ -23,33 +46,54 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let wrow = nn * k4;
     for (var r0 = 0u; r0 < rows; r0 += TILE_R) {
         let nr = min(TILE_R, rows - r0);
-        var acc = array<f32, TILE_R>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-        var base: array<u32, TILE_R>;
-        for (var r = 0u; r < TILE_R; r++) {
-            base[r] = (p.x_offset + (r0 + min(r, nr - 1u)) * p.x_row_step * p.x_stride) / 4u;
-        }
-        // Only the tile's real rows: at batch 1 this is one dot per weight load.
-        for (var i = lane; i < k4; i += SG) {
-            let wf = bf16x4(w[wrow + i]);
-            for (var r = 0u; r < nr; r++) {
-                acc[r] += dot(wf, x[base[r] + i]);
+        let last = r0 + nr - 1u;
+        // Rows past the tile's last real row repeat it (cache hits, results dropped).
+        let b0 = row_base(r0);
+        let b1 = row_base(min(r0 + 1u, last));
+        let b2 = row_base(min(r0 + 2u, last));
+        let b3 = row_base(min(r0 + 3u, last));
+        let b4 = row_base(min(r0 + 4u, last));
+        let b5 = row_base(min(r0 + 5u, last));
+        let b6 = row_base(min(r0 + 6u, last));
+        let b7 = row_base(min(r0 + 7u, last));
+        var lo = vec4<f32>(0.0);
+        var hi = vec4<f32>(0.0);
+        if (nr == 1u) {
+            // Batch 1: two independent loads in flight per lane.
+            var a0 = 0.0;
+            var a1 = 0.0;
+            var i = lane;
+            for (; i + SG < k4; i += 2u * SG) {
+                a0 += dot(bf16x4(w[wrow + i]), x[b0 + i]);
+                a1 += dot(bf16x4(w[wrow + i + SG]), x[b0 + i + SG]);
+            }
+            if (i < k4) {
+                a0 += dot(bf16x4(w[wrow + i]), x[b0 + i]);
+            }
+            lo.x = a0 + a1;
+        } else if (nr <= 4u) {
+            for (var i = lane; i < k4; i += SG) {
+                let wf = bf16x4(w[wrow + i]);
+                lo += vec4<f32>(dot(wf, x[b0 + i]), dot(wf, x[b1 + i]), dot(wf, x[b2 + i]), dot(wf, x[b3 + i]));
+            }
+        } else {
+            for (var i = lane; i < k4; i += SG) {
+                let wf = bf16x4(w[wrow + i]);
+                lo += vec4<f32>(dot(wf, x[b0 + i]), dot(wf, x[b1 + i]), dot(wf, x[b2 + i]), dot(wf, x[b3 + i]));
+                hi += vec4<f32>(dot(wf, x[b4 + i]), dot(wf, x[b5 + i]), dot(wf, x[b6 + i]), dot(wf, x[b7 + i]));
             }
         }
-        for (var r = 0u; r < TILE_R; r++) {
-            let s = subgroupAdd(acc[r]);
-            if (lane == 0u && valid && r < nr) {
-                var v = s;
-                if (p.has_bias != 0u) {
-                    v += bias_at(n);
+        let slo = subgroupAdd(lo);
+        let shi = subgroupAdd(hi);
+        if (lane == 0u && valid) {
+            for (var r = 0u; r < nr; r++) {
+                var s: f32;
+                if (r < 4u) {
+                    s = slo[r];
+                } else {
+                    s = shi[r - 4u];
                 }
-                if (p.activation == 1u) {
-                    v = v / (1.0 + exp(min(-v, 80.0)));
-                }
-                let yi = p.y_offset + (r0 + r) * p.y_stride + n;
-                if (p.accumulate != 0u) {
-                    v += y[yi];
-                }
-                y[yi] = v;
+                finish(s, n, r0 + r);
             }
         }
     }

@@ -1,6 +1,6 @@
 use lyre_engine::gpu::{RowCount, RowCounts};
-use lyre_engine::kernels::attention::Attention;
-use lyre_engine::kernels::qk_norm_rope::{Heads, KvCache, QkNormRope};
+use lyre_engine::kernels::attention::{Attention, AttentionKernel};
+use lyre_engine::kernels::qk_norm_rope::{Heads, KvCache, QkNormRope, RowLayout};
 
 use crate::support::*;
 
@@ -47,8 +47,18 @@ fn cpu_norm_rope(v: &[f32], w: Option<&[f32]>, pos: usize, c: &[f32], s: &[f32])
     y
 }
 
+/// Runs `case` with the per-thread kernel and, where the head fits the adapter's subgroups,
+/// the subgroup kernel.
 fn run_case(case: &Case, seed: u64) {
     let gpu = Gpu::new();
+    run_case_with(&gpu, case, seed, AttentionKernel::PerThread);
+    let size = gpu.ctx.fixed_subgroup_size().expect("the test adapter has fixed-size subgroups");
+    if AttentionKernel::fits(size, case.heads.head_dim) {
+        run_case_with(&gpu, case, seed, AttentionKernel::Subgroup { size });
+    }
+}
+
+fn run_case_with(gpu: &Gpu, case: &Case, seed: u64, kernel: AttentionKernel) {
     let mut rng = rng(seed);
     let h = case.heads;
     let (nh, nkv, hd) = (h.n_heads as usize, h.n_kv_heads as usize, h.head_dim as usize);
@@ -94,7 +104,7 @@ fn run_case(case: &Case, seed: u64) {
         out: &out_b,
         rows: RowCount::Talker,
     }
-    .build(&env);
+    .build_kernel(&env, RowLayout::default(), kernel);
     gpu.run(RowCounts { talker_rows: n as u32, sessions: 0 }, &[rope, attn]);
 
     // CPU: per row, normed+roped q; cache of k/v per (slot, pos).
@@ -138,7 +148,7 @@ fn run_case(case: &Case, seed: u64) {
     }
     let q_want: Vec<f32> = qs.iter().flatten().flatten().cloned().collect();
     assert_close("q after norm+rope", &gpu.read::<f32>(&q_b), &q_want, 1e-5);
-    assert_close("attention output", &gpu.read::<f32>(&out_b), &want, 2e-5);
+    assert_close(&format!("attention output ({kernel:?})"), &gpu.read::<f32>(&out_b), &want, 2e-5);
 }
 
 #[test]
@@ -167,5 +177,16 @@ fn sliding_window_limits_keys() {
     run_case(
         &Case { heads: Heads { n_heads: 2, n_kv_heads: 2, head_dim: 16 }, max_pos: 80, window: 72, rows },
         13,
+    );
+}
+
+#[test]
+fn subgroup_kernel_covers_many_keys_and_rows() {
+    // Head dims that split over the lanes (e.g. 64 = 8 lanes × 8 dims on lavapipe), 100 keys,
+    // two sessions in one dispatch, GQA 4:1.
+    let rows = (0..100).map(|p| (0, p)).chain((0..7).map(|p| (1, p))).collect();
+    run_case(
+        &Case { heads: Heads { n_heads: 4, n_kv_heads: 1, head_dim: 64 }, max_pos: 100, window: 0, rows },
+        14,
     );
 }
