@@ -166,12 +166,16 @@ describe("with API keys required", () => {
     await page.close();
   });
 
-  test("a key in the page's ?token= parameter is used", async () => {
-    const { page } = await openPage(server, `/?token=${KEY}`);
+  test("a key in the page's ?token= parameter is used, for one session after another", async () => {
+    const { page, problems } = await openPage(server, `/?token=${KEY}`);
     await until(page, () => window.lyreStats.ready);
-    await page.click("#speak");
-    await until(page, () => window.lyreStats.framesScheduled >= 1);
-    await stopAndExpectNoSessions(page, server);
+    for (const round of [1, 2]) {
+      await page.click("#speak");
+      await until(page, () => window.lyreStats.framesScheduled >= 2);
+      await stopAndExpectNoSessions(page, server);
+      assert.equal((await stats(page)).sessions, round);
+    }
+    assert.deepEqual(problems, []);
     await page.close();
   });
 });
