@@ -1,10 +1,10 @@
-//! Discovery and health: voices, models, liveness, readiness, metrics, the start page.
+//! Discovery and health: voices, models, liveness, readiness, metrics.
 
 use std::sync::atomic::Ordering;
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use lyre_engine::checkpoint::config::ModelType;
 
@@ -99,17 +99,6 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         Some(h) => ([("content-type", "text/plain; version=0.0.4")], h.render()).into_response(),
         None => ApiError(Failure::new(404, "not_found", "metrics are not enabled")).into_response(),
     }
-}
-
-pub async fn index(State(state): State<AppState>) -> Html<String> {
-    let note = if state.demo { format!("<p><strong>Note:</strong> {DEMO_NOTE}.</p>") } else { String::new() };
-    Html(format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Lyre</title></head><body>\
-         <h1>Lyre</h1><p>Serving {}.</p>{note}<p>API: <code>POST /v1/tts</code>, \
-         <code>POST /v1/audio/speech</code>, <code>GET /v1/tts/stream</code> (WebSocket), \
-         <code>GET /v1/voices</code>.</p></body></html>",
-        state.model.describe()
-    ))
 }
 
 pub async fn not_found() -> ApiError {

@@ -4,6 +4,7 @@ mod auth;
 mod error;
 mod info;
 mod openai;
+mod page;
 mod request;
 mod stream;
 mod tts;
@@ -54,8 +55,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/voices", get(info::voices))
         .route("/v1/models", get(info::models))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_key));
-    let open = Router::new()
-        .route("/", get(info::index))
+    let open = page::routes()
         .route("/healthz", get(info::healthz))
         .route("/readyz", get(info::readyz))
         .route("/metrics", get(info::metrics));

@@ -1,0 +1,200 @@
+// The demo page at / in headless Chromium (Debian's, driven by playwright-core) against the
+// real `lyre serve` with the tiny fixture model: pickers filled from the API, Speak streams and
+// schedules audio on the Web Audio clock, the figures show, Stop ends the session on the server,
+// type-as-you-go sends text to the open session, API keys work, the demo model is announced.
+
+import assert from "node:assert/strict";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { chromium } from "playwright-core";
+
+import { get, Server } from "./server.mjs";
+
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const SCREENSHOT = process.env.LYRE_SCREENSHOT ?? join(tmpdir(), `lyre-demo-${process.pid}.png`);
+const WAIT = { timeout: 90_000 };
+
+let browser;
+
+before(async () => {
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    // Audio may start without a click (the tests click anyway); muted, since CI has no speakers;
+    // --no-sandbox because CI runs as root.
+    args: ["--autoplay-policy=no-user-gesture-required", "--mute-audio", "--no-sandbox"],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+// A fresh page, with the JSON messages it sends on its WebSockets and any script errors.
+async function openPage(server, path = "/") {
+  const page = await browser.newPage({ viewport: { width: 1100, height: 860 } });
+  const sent = [];
+  const problems = [];
+  page.on("websocket", (ws) => ws.on("framesent", (f) => typeof f.payload === "string" && sent.push(JSON.parse(f.payload))));
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("console", (m) => m.type() === "error" && problems.push(`console: ${m.text()}`));
+  await page.goto(server.url + path);
+  return { page, sent, problems };
+}
+
+const stats = (page) => page.evaluate(() => ({ ...window.lyreStats }));
+const until = (page, fn, arg) => page.waitForFunction(fn, arg, WAIT);
+
+async function stopAndExpectNoSessions(page, server) {
+  assert.equal(await server.liveSessions(), 1, "the session is live before Stop");
+  await page.click("#stop");
+  await server.waitFor(async () => (await server.liveSessions()) === 0, 10_000, "live_sessions 0");
+  assert.equal((await stats(page)).state, "stopped");
+  assert.equal(await page.locator("#speak").isEnabled(), true);
+}
+
+describe("without API keys", () => {
+  let server;
+  before(async () => {
+    server = await Server.start();
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test("Speak plays the text as it streams; Stop ends the session", async () => {
+    const { page, sent, problems } = await openPage(server);
+    await until(page, () => window.lyreStats.ready);
+    assert.equal(await page.locator("#demo-note").isHidden(), true, "no demo notice for a real checkpoint");
+    assert.equal(await page.locator("#instruct-row").isHidden(), true, "0.6B CustomVoice takes no instruction");
+    const shown = await page.locator("#voice option").evaluateAll((os) => os.map((o) => o.value));
+    const served = (await (await get(`${server.url}/v1/voices`)).json()).voices.map((v) => v.name);
+    assert.deepEqual(shown, served);
+    assert.ok((await page.locator("#language option").allTextContents()).includes("english"));
+
+    const text = "Hello world, this is a test of the page that speaks. ".repeat(6);
+    await page.selectOption("#voice", "ryan");
+    await page.selectOption("#language", "english");
+    await page.fill("#text", text);
+    await page.click("#speak");
+
+    await until(page, () => window.lyreStats.framesScheduled >= 8);
+    assert.deepEqual(sent.slice(0, 2), [
+      { type: "start", format: "pcm16", language: "english", voice: "ryan", text },
+      { type: "end" },
+    ]);
+    const s = await stats(page);
+    assert.ok(s.ttfaMs > 0, `ttfa ${s.ttfaMs}`);
+    assert.equal(s.state, "speaking");
+    assert.match(await page.textContent("#stat-ttfa"), /^\d+ ms$/);
+    assert.match(await page.textContent("#stat-speed"), /^\d+\.\d\d×$/);
+    assert.ok(Number(await page.textContent("#stat-frames")) >= 8);
+    // Gapless: each frame starts exactly where the one before ends (1920 samples at 24 kHz on
+    // the context's own clock), except after a counted gap (the stream fell behind), never overlapping.
+    const played = await stats(page);
+    assert.equal(played.contextRate, 24000);
+    let breaks = 0;
+    for (let i = 1; i < played.starts.length; i++) {
+      const step = (played.starts[i] - played.starts[i - 1]) * 24000;
+      assert.ok(step > 1920 - 1e-6, `frame ${i} overlaps the one before (${step} samples)`);
+      if (Math.abs(step - 1920) > 1e-6) breaks++;
+    }
+    assert.equal(breaks, played.gaps, "every discontinuity is a counted gap");
+    // The audio went through the Web Audio graph: the analyser after the sources heard it.
+    await until(page, () => window.lyreStats.peak > 0.001);
+    await until(page, () => window.lyreStats.framesScheduled >= 25);
+    await page.screenshot({ path: SCREENSHOT });
+
+    await stopAndExpectNoSessions(page, server);
+    assert.deepEqual(sent.at(-1), { type: "cancel" });
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  test("type as you go sends each piece to the open session", async () => {
+    const { page, sent, problems } = await openPage(server);
+    await until(page, () => window.lyreStats.ready);
+    await page.check("#live-typing");
+    await page.fill("#text", "");
+    await page.click("#speak");
+    await until(page, () => window.lyreStats.state === "speaking");
+    assert.equal((await stats(page)).framesReceived, 0, "no text yet, no audio");
+
+    const typed = "Hello there, I am typing this as you listen. ";
+    await page.locator("#text").pressSequentially(typed, { delay: 15 });
+    await until(page, () => window.lyreStats.framesScheduled >= 3);
+    const pieces = sent.filter((m) => m.type === "text").map((m) => m.text);
+    assert.ok(pieces.length >= 2, `text went in ${pieces.length} messages`);
+    assert.equal(pieces.join(""), typed);
+    assert.equal(await page.locator("#finish").isVisible(), true);
+
+    await stopAndExpectNoSessions(page, server);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+});
+
+describe("with API keys required", () => {
+  const KEY = "browser-test-key-1";
+  let server;
+  before(async () => {
+    server = await Server.start({ env: { LYRE_AUTH_API_KEYS: KEY } });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test("the page asks for the key, then loads the voices and speaks with it", async () => {
+    const { page } = await openPage(server);
+    await until(page, () => !document.getElementById("notice").hidden);
+    assert.match(await page.textContent("#notice"), /requires an API key/);
+    assert.equal(await page.locator("#speak").isDisabled(), true);
+
+    await page.fill("#key", "wrong-key-123");
+    await page.locator("#key").blur();
+    await until(page, () => /refused/.test(document.getElementById("notice").textContent));
+
+    await page.fill("#key", KEY);
+    await page.locator("#key").blur();
+    await until(page, () => window.lyreStats.ready);
+    assert.ok((await page.locator("#voice option").count()) > 0);
+    await page.fill("#text", "Only with the right key.");
+    await page.click("#speak");
+    await until(page, () => window.lyreStats.framesScheduled >= 3);
+    await stopAndExpectNoSessions(page, server);
+    await page.close();
+  });
+
+  test("a key in the page's ?token= parameter is used, for one session after another", async () => {
+    const { page, problems } = await openPage(server, `/?token=${KEY}`);
+    await until(page, () => window.lyreStats.ready);
+    for (const round of [1, 2]) {
+      await page.click("#speak");
+      await until(page, () => window.lyreStats.framesScheduled >= 2);
+      await stopAndExpectNoSessions(page, server);
+      assert.equal((await stats(page)).sessions, round);
+    }
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+});
+
+describe("on the built-in demo model", () => {
+  let server;
+  before(async () => {
+    server = await Server.start({ demo: true });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test("the page says it speaks noise", async () => {
+    const { page, problems } = await openPage(server);
+    await until(page, () => window.lyreStats.ready);
+    assert.equal(await page.locator("#demo-note").isVisible(), true);
+    assert.match(await page.textContent("#demo-note"), /random weights.*--model-dir/);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+});
