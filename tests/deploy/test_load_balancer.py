@@ -105,6 +105,10 @@ def test_nginx_serves_20_streams_and_20_clips_from_both_replicas(lb):
 
     wait_for(lambda: sum(served().values()) == 40, "both replicas to count the 40 sessions")
     assert all(n > 0 for n in served().values()), served()
+    # The gauges the HPA scales on (deploy/k8s/hpa.yaml) are in each replica's /metrics.
+    for s in (a, b):
+        text = s.metrics()
+        assert "# TYPE lyre_live_sessions gauge" in text and "# TYPE lyre_queue_depth gauge" in text
     log = nginx.access_log()
     assert sorted((m, u, st) for m, u, st, _, _ in log) == sorted(
         [("GET", "/v1/tts/stream", 101)] * 20 + [("POST", "/v1/tts", 200)] * 20), log
