@@ -1,33 +1,87 @@
-# Lyre: build stage (pinned toolchain and Cargo.lock), then a slim Debian runtime with the
-# Vulkan loader. On NVIDIA hosts run with the NVIDIA container toolkit and
-# NVIDIA_DRIVER_CAPABILITIES including `graphics` so the Vulkan ICD is mounted.
-ARG RUST_IMAGE=rust:1.95-slim-bookworm
-ARG RUNTIME_IMAGE=debian:bookworm-slim
+# Lyre: the `lyre` server on a slim Debian runtime with the Vulkan loader. Needs BuildKit
+# (Docker >= 23, or DOCKER_BUILDKIT=1 on 20.10). docs/deploy.md has the whole story.
+#
+#   docker build -t lyre .                                     # compile in a Rust image
+#   docker build -t lyre --build-arg LYRE_BUILD=prebuilt \
+#       --build-arg LYRE_BINARY=target/release/lyre .          # take a binary built on the host
+#
+# Run on NVIDIA hosts with the NVIDIA container toolkit (`--gpus all`, or the device plugin on
+# Kubernetes). wgpu talks Vulkan, so the driver's *graphics* capability must be mounted, not only
+# compute: NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility (set below). The toolkit then mounts
+# the Vulkan ICD json (/usr/share/vulkan/icd.d/nvidia_icd.json or /etc/vulkan/icd.d/) and
+# libGLX_nvidia.so.0. Where an older toolkit mounts the library but no json, point the loader at
+# the one shipped here: VK_DRIVER_FILES=/usr/local/share/lyre/nvidia_icd.json.
 
-FROM ${RUST_IMAGE} AS build
+ARG RUST_IMAGE=rust:1.95.0-slim-bookworm
+ARG RUNTIME_IMAGE=debian:bookworm-slim
+# `source` compiles in RUST_IMAGE; `prebuilt` copies LYRE_BINARY from the build context (a
+# binary built on a Debian 12 host, for machines without access to a Rust image).
+ARG LYRE_BUILD=source
+
+# ---- build from source: pinned toolchain (rust-toolchain.toml), Cargo.lock, cached deps ----
+FROM ${RUST_IMAGE} AS build-source
+# The version of every Debian package follows the bookworm point release.
+# hadolint ignore=DL3008
 RUN apt-get update && apt-get install -y --no-install-recommends cmake make gcc g++ pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY Cargo.toml Cargo.lock rust-toolchain.toml ./
+COPY rust-toolchain.toml ./
+# Installs the pinned toolchain in its own layer (changes only with rust-toolchain.toml).
+RUN rustup show active-toolchain
+COPY Cargo.toml Cargo.lock ./
 COPY crates crates
-COPY tests tests
-RUN cargo build --release --locked -p lyre-server && cp target/release/lyre /lyre
+# The registry and target/ live in BuildKit cache mounts: a source change recompiles only the
+# two workspace crates, never the dependencies.
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/usr/local/cargo/git \
+    --mount=type=cache,target=/src/target \
+    cargo build --release --locked -p lyre-server \
+    && cp target/release/lyre /lyre
 
+# ---- or take a binary built on the host ----
+FROM scratch AS build-prebuilt
+ARG LYRE_BINARY=target/release/lyre
+COPY ${LYRE_BINARY} /lyre
+
+# One of the two stages above (hadolint takes it for an untagged image).
+# hadolint ignore=DL3006
+FROM build-${LYRE_BUILD} AS build
+
+# ---- runtime ----
 FROM ${RUNTIME_IMAGE}
-RUN apt-get update && apt-get install -y --no-install-recommends libvulkan1 ca-certificates curl \
+# `true` adds Mesa's drivers (lavapipe: Vulkan on the CPU) for tests on machines without a GPU.
+# Never on GPU hosts: serving needs model.allow_cpu_adapter there, which is an outage in disguise.
+ARG WITH_MESA=false
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libvulkan1 ca-certificates curl \
+    && if [ "$WITH_MESA" = true ]; then apt-get install -y --no-install-recommends mesa-vulkan-drivers; fi \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --uid 10001 --home /var/lib/lyre --create-home lyre
+    && useradd --system --uid 10001 --user-group --home-dir /var/lib/lyre --create-home lyre \
+    && mkdir -p /models && chown lyre:lyre /models
 COPY --from=build /lyre /usr/local/bin/lyre
 COPY config /etc/lyre
-ENV NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility \
+COPY deploy/nvidia_icd.json /usr/local/share/lyre/nvidia_icd.json
+# Every key of /etc/lyre/default.toml can be overridden by LYRE_<SECTION>_<KEY>
+# (docker run -e LYRE_ENGINE_MAX_SESSIONS=64), or the file replaced by mounting one.
+ENV NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility \
+    LYRE_CONFIG=/etc/lyre/default.toml \
     LYRE_SERVER_LISTEN=0.0.0.0:8080 \
     LYRE_MODEL_DIR=/models \
+    HF_HOME=/var/lib/lyre/huggingface \
     XDG_CACHE_HOME=/var/lib/lyre/cache
 VOLUME ["/models"]
-USER lyre
+# Numeric, so Kubernetes' runAsNonRoot can check it.
+USER 10001:10001
+WORKDIR /var/lib/lyre
 EXPOSE 8080
+# SIGTERM drains: readiness turns false, new sessions get 503, live ones finish (at most
+# server.drain_timeout_s = 30 s), exit 0. Give `docker stop` more than that: --stop-timeout 45.
 STOPSIGNAL SIGTERM
-HEALTHCHECK --interval=10s --timeout=3s --start-period=120s --retries=3 \
-    CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
+# On the port of LYRE_SERVER_LISTEN. Liveness only (the process answers and its GPU worker is alive); load balancers should use
+# /readyz, which also waits for the model and the warm-up frame and turns false while draining.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=300s --retries=3 \
+    CMD ["sh", "-c", "curl -fsS -o /dev/null http://127.0.0.1:${LYRE_SERVER_LISTEN##*:}/healthz || exit 1"]
 ENTRYPOINT ["/usr/local/bin/lyre"]
-CMD ["serve", "--config", "/etc/lyre/default.toml"]
+CMD ["serve"]

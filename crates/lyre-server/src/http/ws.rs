@@ -12,6 +12,7 @@ use futures_util::{SinkExt, StreamExt};
 use lyre_engine::prompt::TextMode;
 
 use super::auth::{KeyId, KeySlot};
+use super::error::ApiError;
 use super::AppState;
 use crate::audio::{stream_encoder, AudioFormat, FrameEncoder, PcmStream, SAMPLE_RATE};
 use crate::errors::Failure;
@@ -19,6 +20,10 @@ use crate::protocol::{ClientMessage, ServerMessage, StartMessage};
 use crate::scheduler::{SessionEvent, SessionHandle};
 
 pub async fn handle(State(state): State<AppState>, ws: WebSocketUpgrade, req: Request) -> Response {
+    // Refused before the upgrade, so a load balancer can still send the client elsewhere.
+    if let Some(f) = state.scheduler.refusal() {
+        return ApiError(f).into_response();
+    }
     let key = req.extensions().get::<KeyId>().copied();
     ws.max_message_size(state.config.limits.max_ws_message_bytes)
         .protocols(["lyre"])

@@ -42,20 +42,29 @@ impl Scheduler {
         Scheduler { commands, shared, next_sid: Arc::new(AtomicU64::new(1)) }
     }
 
-    /// Admits a session or refuses it at once: 503 while draining or not ready, 429 when the
-    /// live sessions and the wait queue are full.
-    pub fn submit(&self, request: SessionRequest, span: tracing::Span) -> Result<SessionHandle, Failure> {
+    /// Why no session can start now (503 `draining` or `not_ready`), if that is so.
+    pub fn refusal(&self) -> Option<Failure> {
         let s = &self.shared;
         if s.draining.load(Ordering::SeqCst) {
-            return Err(Failure::new(
+            return Some(Failure::new(
                 503,
                 "draining",
                 "the server is shutting down; retry on another replica",
             ));
         }
         if !s.ready.load(Ordering::SeqCst) {
-            return Err(Failure::new(503, "not_ready", "the model is still loading"));
+            return Some(Failure::new(503, "not_ready", "the model is still loading"));
         }
+        None
+    }
+
+    /// Admits a session or refuses it at once: 503 while draining or not ready, 429 when the
+    /// live sessions and the wait queue are full.
+    pub fn submit(&self, request: SessionRequest, span: tracing::Span) -> Result<SessionHandle, Failure> {
+        if let Some(f) = self.refusal() {
+            return Err(f);
+        }
+        let s = &self.shared;
         let before = s.active.fetch_add(1, Ordering::SeqCst);
         if before >= s.max_live + s.max_queue {
             s.active.fetch_sub(1, Ordering::SeqCst);
