@@ -71,6 +71,7 @@ pub struct LimitsSection {
     pub max_ws_messages_per_second: u32,
     pub max_ws_message_bytes: usize,
     pub ws_idle_timeout_s: u64,
+    pub max_buffered_frames: usize,
 }
 
 impl Default for LimitsSection {
@@ -81,6 +82,7 @@ impl Default for LimitsSection {
             max_ws_messages_per_second: 50,
             max_ws_message_bytes: 65536,
             ws_idle_timeout_s: 60,
+            max_buffered_frames: 256,
         }
     }
 }
@@ -142,6 +144,9 @@ impl ServerConfig {
         }
         if self.limits.max_text_chars == 0 {
             bail!("limits.max_text_chars: must be at least 1");
+        }
+        if self.limits.max_buffered_frames < 4 {
+            bail!("limits.max_buffered_frames: must be at least 4, got {}", self.limits.max_buffered_frames);
         }
         if self.limits.max_ws_messages_per_second == 0 {
             bail!("limits.max_ws_messages_per_second: must be at least 1");

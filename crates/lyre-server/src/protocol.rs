@@ -14,6 +14,12 @@ pub enum ClientMessage {
     Cancel {},
 }
 
+/// Parses one client text message; a failure is a 400 `invalid_message` naming the problem.
+pub fn parse_client_message(text: &str) -> Result<ClientMessage, crate::errors::Failure> {
+    serde_json::from_str(text)
+        .map_err(|e| crate::errors::Failure::new(400, "invalid_message", format!("not a valid message: {e}")))
+}
+
 /// Opens a session. Text follows in `text` messages (and may be given here too).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -292,6 +292,18 @@ impl Engine {
         s.end_text(&self.model.tokenizer)
     }
 
+    /// Text tokens the session has received so far (`None` for an unknown session).
+    pub fn text_tokens(&self, id: SessionId) -> Option<usize> {
+        self.sessions.get(&id).map(|s| s.text_tokens)
+    }
+
+    /// Lowers a session's frame limit (never raises it); for caps known only once text ends.
+    pub fn cap_frames(&mut self, id: SessionId, max_frames: u32) {
+        if let Some(s) = self.sessions.get_mut(&id) {
+            s.max_frames = s.max_frames.min(max_frames.max(1));
+        }
+    }
+
     /// Ends a session now and frees its slot. Unknown ids are ignored.
     pub fn cancel(&mut self, id: SessionId) -> bool {
         match self.sessions.remove(&id) {

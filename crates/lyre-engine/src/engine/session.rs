@@ -47,6 +47,8 @@ pub(crate) struct Session {
     /// Released text tokens not yet placed in the prompt or read by a frame.
     text: VecDeque<u32>,
     text_done: bool,
+    /// Text tokens received so far (whole or streamed).
+    pub text_tokens: usize,
     eos_read: bool,
     pub prefilled: bool,
     /// The next KV-cache position.
@@ -75,6 +77,7 @@ impl Session {
             stream: None,
             text: VecDeque::new(),
             text_done: false,
+            text_tokens: 0,
             eos_read: false,
             prefilled: false,
             pos: 0,
@@ -85,6 +88,7 @@ impl Session {
 
     /// The whole text, already tokenized (ids between the template's role and end).
     pub fn set_text(&mut self, ids: Vec<u32>) {
+        self.text_tokens += ids.len();
         self.text.extend(ids);
         self.text_done = true;
     }
@@ -97,6 +101,7 @@ impl Session {
     pub fn append_text(&mut self, tok: &TextTokenizer, piece: &str) -> Result<()> {
         let stream = self.open_stream()?;
         let ids = stream.push(tok, piece)?;
+        self.text_tokens += ids.len();
         self.text.extend(ids);
         Ok(())
     }
@@ -104,6 +109,7 @@ impl Session {
     pub fn end_text(&mut self, tok: &TextTokenizer) -> Result<()> {
         let stream = self.open_stream()?;
         let ids = stream.finish(tok)?;
+        self.text_tokens += ids.len();
         self.text.extend(ids);
         self.text_done = true;
         Ok(())

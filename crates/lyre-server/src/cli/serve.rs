@@ -72,14 +72,20 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .context("metrics buckets")?
         .install_recorder()
         .ok();
-    let shared = Arc::new(Shared::new(cfg.engine.max_sessions, cfg.engine.max_queue));
+    let mut shared = Shared::new(cfg.engine.max_sessions, cfg.engine.max_queue);
+    shared.event_buffer = cfg.limits.max_buffered_frames;
+    let shared = Arc::new(shared);
     let engine_model = model.clone();
     let engine_cfg = cfg.clone();
     let allow_cpu = cfg.model.allow_cpu_adapter || source.is_demo();
     let (scheduler, worker) = spawn_worker(
         move || make_engine(engine_model, &engine_cfg, allow_cpu),
         shared.clone(),
-        WorkerOptions { command_buffer: 4096, warm_up: Some(warm_up_request(&model)) },
+        WorkerOptions {
+            command_buffer: 4096,
+            warm_up: Some(warm_up_request(&model)),
+            debug_fail_tick: debug_fail_tick()?,
+        },
     );
     let state = AppState {
         scheduler: scheduler.clone(),
@@ -110,6 +116,16 @@ async fn serve(state: AppState, cfg: &ServerConfig) -> anyhow::Result<()> {
         .with_graceful_shutdown(crate::shutdown::drained(shared, drain))
         .await?;
     Ok(())
+}
+
+/// `LYRE_DEBUG_FAIL_TICK=N`: a debug knob for fault-injection tests (tick N fails as a GPU
+/// error would). Off unless set; logged loudly when on.
+fn debug_fail_tick() -> anyhow::Result<Option<u64>> {
+    let Ok(v) = std::env::var("LYRE_DEBUG_FAIL_TICK") else { return Ok(None) };
+    let n: u64 =
+        v.trim().parse().with_context(|| format!("LYRE_DEBUG_FAIL_TICK: `{v}` is not a tick number"))?;
+    tracing::warn!(tick = n, "DEBUG fault injection on: this tick will fail (LYRE_DEBUG_FAIL_TICK)");
+    Ok(Some(n))
 }
 
 fn make_engine(model: Arc<ModelDir>, cfg: &ServerConfig, allow_cpu: bool) -> anyhow::Result<Engine> {

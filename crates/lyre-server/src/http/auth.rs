@@ -154,6 +154,31 @@ mod tests {
         assert_eq!(r.identify(b""), None);
     }
 
+    /// A plain `==` stops at the first differing byte: over 64 KiB keys that is a thousandfold
+    /// difference between a first-byte and a last-byte mismatch. Constant time shows none.
+    #[test]
+    fn keys_are_compared_in_constant_time() {
+        let key = vec![b'k'; 1 << 16];
+        let r = KeyRegistry::new(&[String::from_utf8(key.clone()).unwrap()], 0);
+        let mut first = key.clone();
+        first[0] = b'x';
+        let mut last = key.clone();
+        *last.last_mut().unwrap() = b'x';
+        let time = |probe: &[u8]| {
+            let mut best = std::time::Duration::MAX;
+            for _ in 0..15 {
+                let t = std::time::Instant::now();
+                for _ in 0..20 {
+                    assert_eq!(r.identify(std::hint::black_box(probe)), None);
+                }
+                best = best.min(t.elapsed());
+            }
+            best.as_secs_f64()
+        };
+        let (a, b) = (time(&first), time(&last));
+        assert!(a / b > 0.5 && a / b < 2.0, "first-byte mismatch {a:.6}s, last-byte {b:.6}s");
+    }
+
     #[test]
     fn per_key_sessions_are_bounded_and_released() {
         let r = Arc::new(KeyRegistry::new(&["secret-one".into()], 2));

@@ -23,6 +23,7 @@ use tower_http::trace::TraceLayer;
 pub use auth::KeyRegistry;
 pub use error::{ApiError, RETRY_AFTER_S};
 pub use request::{SynthesisFields, Validator};
+pub use tts::parse_request as parse_tts_request;
 
 use crate::config::ServerConfig;
 use crate::scheduler::Scheduler;
@@ -59,8 +60,11 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(info::healthz))
         .route("/readyz", get(info::readyz))
         .route("/metrics", get(info::metrics));
-    let mut app =
-        api.merge(open).fallback(info::not_found).with_state(state).layer(TraceLayer::new_for_http());
+    // Spans name the path only: a query may carry `?token=KEY`, and keys are never logged.
+    let trace = TraceLayer::new_for_http().make_span_with(|req: &axum::extract::Request| {
+        tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
+    });
+    let mut app = api.merge(open).fallback(info::not_found).with_state(state).layer(trace);
     if let Some(cors) = cors {
         app = app.layer(cors);
     }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::auth::KeyId;
 use super::error::{read_body, ApiError, JsonObject};
-use super::request::SynthesisFields;
+use super::request::{SynthesisFields, Validator};
 use super::stream::collect;
 use super::AppState;
 use crate::audio::{encode_clip, AudioFormat, SAMPLE_RATE};
@@ -14,20 +14,12 @@ use axum::extract::{Request, State};
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use lyre_engine::prompt::TextMode;
+use lyre_engine::SessionRequest;
 
 pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let key = req.extensions().get::<KeyId>().copied();
     let bytes = read_body(req.into_body(), state.config.server.max_body_bytes).await?;
-    let mut body = JsonObject::parse(&bytes)?;
-    let text = body.require_string("text")?;
-    let format = match body.take_string("format")?.as_deref() {
-        None => AudioFormat::Wav,
-        Some(f) => {
-            f.parse().map_err(|e: crate::audio::AudioError| Failure::invalid("format", e.to_string()))?
-        }
-    };
-    let fields: SynthesisFields = body.rest()?;
-    let request = state.validator().build(&fields, Some(&text), TextMode::NonStreaming)?;
+    let (request, format) = parse_request(&state.validator(), &bytes)?;
     let _slot = state.keys.acquire(key)?;
     let span = tracing::info_span!("tts", format = %format);
     let mut handle = state.scheduler.submit(request, span)?;
@@ -44,6 +36,21 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
         h.insert("x-lyre-codes-fnv1a", v);
     }
     Ok(resp)
+}
+
+/// Parses and validates a body (no I/O; the fuzz tests call it directly).
+pub fn parse_request(validator: &Validator, bytes: &[u8]) -> Result<(SessionRequest, AudioFormat), ApiError> {
+    let mut body = JsonObject::parse(bytes)?;
+    let text = body.require_string("text")?;
+    let format = match body.take_string("format")?.as_deref() {
+        None => AudioFormat::Wav,
+        Some(f) => {
+            f.parse().map_err(|e: crate::audio::AudioError| Failure::invalid("format", e.to_string()))?
+        }
+    };
+    let fields: SynthesisFields = body.rest()?;
+    let request = validator.build(&fields, Some(&text), TextMode::NonStreaming)?;
+    Ok((request, format))
 }
 
 /// FNV-1a (64-bit, hex) over the clip's codes as little-endian u16s, frame by frame: a

@@ -16,7 +16,7 @@ use super::error::ApiError;
 use super::AppState;
 use crate::audio::{stream_encoder, AudioFormat, FrameEncoder, PcmStream, SAMPLE_RATE};
 use crate::errors::Failure;
-use crate::protocol::{ClientMessage, ServerMessage, StartMessage};
+use crate::protocol::{parse_client_message, ClientMessage, ServerMessage, StartMessage};
 use crate::scheduler::{SessionEvent, SessionHandle};
 
 pub async fn handle(State(state): State<AppState>, ws: WebSocketUpgrade, req: Request) -> Response {
@@ -102,12 +102,9 @@ impl Connection {
             Message::Close(_) => return Flow::Close,
             Message::Ping(_) | Message::Pong(_) => return Flow::Continue,
         };
-        let parsed: ClientMessage = match serde_json::from_str(text.as_str()) {
+        let parsed = match parse_client_message(text.as_str()) {
             Ok(m) => m,
-            Err(e) => {
-                let f = Failure::new(400, "invalid_message", format!("not a valid message: {e}"));
-                return self.reply(sink, &ServerMessage::error(&f)).await;
-            }
+            Err(f) => return self.reply(sink, &ServerMessage::error(&f)).await,
         };
         let result = match parsed {
             ClientMessage::Start(start) => self.start(start),
@@ -168,7 +165,8 @@ impl Connection {
             _slot: slot,
         });
         if let Some(text) = start.text.filter(|t| !t.is_empty()) {
-            self.append(text)?;
+            // A refused first text refuses the start: no session is left waiting on the socket.
+            self.append(text).inspect_err(|_| self.session = None)?;
         }
         Ok(())
     }
@@ -229,8 +227,14 @@ impl Connection {
                     None => PcmStream::encode(&f.pcm),
                 };
                 let codes = s.send_codes.then_some(ServerMessage::Codes { frame: f.index, codes: f.codes });
-                if !bytes.is_empty() && sink.send(Message::Binary(bytes.into())).await.is_err() {
-                    return Flow::Close;
+                // A client that stops reading would block this send for ever (its session is
+                // cancelled by the worker's backpressure); give up on the socket after a while.
+                let patience = Duration::from_secs(self.state.config.limits.ws_idle_timeout_s);
+                if !bytes.is_empty() {
+                    let sent = tokio::time::timeout(patience, sink.send(Message::Binary(bytes.into()))).await;
+                    if !matches!(sent, Ok(Ok(()))) {
+                        return Flow::Close;
+                    }
                 }
                 match codes {
                     Some(c) => self.reply(sink, &c).await,

@@ -12,7 +12,8 @@ use super::worker::{Command, PendingStart};
 use super::{SessionEvent, Shared};
 use crate::errors::Failure;
 
-/// Events buffered per session before the worker treats the client as too slow (≈ 20 s of audio).
+/// Default events buffered per session before the worker treats the client as too slow (≈ 20 s
+/// of audio); `limits.max_buffered_frames` sets it.
 pub const EVENT_BUFFER: usize = 256;
 
 #[derive(Clone)]
@@ -72,7 +73,7 @@ impl Scheduler {
             return Err(busy(s.max_live, s.max_queue));
         }
         let sid = self.next_sid.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::channel(EVENT_BUFFER);
+        let (tx, rx) = mpsc::channel(s.event_buffer.max(4));
         let start =
             PendingStart { sid, request, sink: tx, span, received: Instant::now(), text_ops: Vec::new() };
         match self.commands.try_send(Command::Start(Box::new(start))) {

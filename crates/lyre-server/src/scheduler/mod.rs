@@ -82,6 +82,8 @@ pub struct Shared {
     pub live: AtomicUsize,
     pub max_live: usize,
     pub max_queue: usize,
+    /// Events (≈ frames) a session may have waiting for its client before it is cancelled.
+    pub event_buffer: usize,
     /// Why the worker stopped, if it did.
     pub fatal: Mutex<Option<String>>,
 }
@@ -95,6 +97,7 @@ impl Shared {
             live: AtomicUsize::new(0),
             max_live,
             max_queue,
+            event_buffer: handle::EVENT_BUFFER,
             fatal: Mutex::new(None),
         }
     }

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use lyre_engine::{Engine, FinishReason, SessionId, SessionRequest, StepOutput};
+use lyre_engine::policy::default_max_frames;
+use lyre_engine::{Engine, EngineError, FinishReason, SessionId, SessionRequest, StepOutput};
 use tokio::sync::mpsc;
 
 use super::handle::Scheduler;
@@ -55,6 +56,9 @@ pub struct WorkerOptions {
     pub command_buffer: usize,
     /// A warm-up request run before the server reports ready.
     pub warm_up: Option<SessionRequest>,
+    /// DEBUG ONLY (fault-injection tests): the tick with this number (1 = the first after
+    /// warm-up) fails as if the GPU step had returned an error. Set by `LYRE_DEBUG_FAIL_TICK`.
+    pub debug_fail_tick: Option<u64>,
 }
 
 /// Starts the worker thread. `make_engine` runs on that thread (the GPU device lives there);
@@ -72,8 +76,11 @@ where
     let thread = std::thread::Builder::new()
         .name("gpu-worker".into())
         .spawn(move || {
-            let result =
-                make_engine().and_then(|engine| Worker::new(engine, rx, shared.clone()).run(opts.warm_up));
+            let result = make_engine().and_then(|engine| {
+                let mut worker = Worker::new(engine, rx, shared.clone());
+                worker.debug_fail_tick = opts.debug_fail_tick;
+                worker.run(opts.warm_up)
+            });
             if let Err(e) = result {
                 tracing::error!(error = %format!("{e:#}"), "GPU worker stopped");
                 *shared.fatal.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("{e:#}"));
@@ -92,6 +99,8 @@ struct Worker {
     live: HashMap<u64, Live>,
     by_engine_id: HashMap<SessionId, u64>,
     consecutive_errors: u32,
+    ticks: u64,
+    debug_fail_tick: Option<u64>,
 }
 
 impl Worker {
@@ -104,6 +113,8 @@ impl Worker {
             live: HashMap::new(),
             by_engine_id: HashMap::new(),
             consecutive_errors: 0,
+            ticks: 0,
+            debug_fail_tick: None,
         }
     }
 
@@ -178,10 +189,19 @@ impl Worker {
         let id = live.engine_id;
         let result = match op {
             TextOp::Append(t) => self.engine.append_text(id, &t),
-            TextOp::End => self.engine.end_text(id),
+            TextOp::End => self.engine.end_text(id).map(|()| self.cap_by_text(id)),
         };
         if let Err(e) = result {
             self.fail(sid, Failure::from(&e));
+        }
+    }
+
+    /// Streamed text is only counted once it ends: then the same text-proportional frame
+    /// limit applies as for whole text (5 s + 1 s per token), so no prompt runs for ever.
+    fn cap_by_text(&mut self, id: SessionId) {
+        if let Some(tokens) = self.engine.text_tokens(id) {
+            let cap = default_max_frames(tokens, &self.engine.model().generation);
+            self.engine.cap_frames(id, cap);
         }
     }
 
@@ -227,7 +247,13 @@ impl Worker {
 
     fn tick(&mut self) {
         let started = Instant::now();
-        match self.engine.step() {
+        self.ticks += 1;
+        let result = if self.debug_fail_tick == Some(self.ticks) {
+            Err(EngineError::Gpu(format!("injected failure at tick {} (LYRE_DEBUG_FAIL_TICK)", self.ticks)))
+        } else {
+            self.engine.step()
+        };
+        match result {
             Ok(outs) => {
                 self.consecutive_errors = 0;
                 let frames = outs.iter().filter(|o| o.frame.is_some()).count();
