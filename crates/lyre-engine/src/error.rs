@@ -44,6 +44,10 @@ pub enum EngineError {
     #[error("invalid request field `{field}`: {message}")]
     InvalidRequest { field: &'static str, message: String },
 
+    /// Reference audio for voice cloning that cannot be used (format, length, content).
+    #[error("reference audio: {0}")]
+    ReferenceAudio(String),
+
     #[error("no GPU adapter found ({0})")]
     NoAdapter(String),
 

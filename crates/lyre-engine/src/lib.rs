@@ -4,6 +4,7 @@
 //! [`gpu::GpuContext`] owns the wgpu device, and [`Engine`] runs many speaking sessions
 //! together, one 80 ms codec frame per session per [`Engine::step`].
 
+pub mod audio_input;
 pub mod checkpoint;
 pub mod codec;
 pub mod engine;
@@ -17,6 +18,8 @@ pub mod model;
 pub mod policy;
 pub mod prompt;
 pub mod sampling;
+pub mod speaker_encoder;
+pub mod speech_encoder;
 
 pub use engine::{
     Engine, EngineOptions, FinishReason, Frame, FrameLogits, SessionId, SessionRequest, StepOutput,

@@ -54,6 +54,9 @@ impl From<&EngineError> for Failure {
             }
             EngineError::Tokenizer(_) => Failure::new(400, "invalid_text", msg).with_field("text"),
             EngineError::Capacity(_) => Failure::new(503, "capacity", msg),
+            EngineError::ReferenceAudio(_) => {
+                Failure::new(400, "invalid_reference_audio", msg).with_field("audio")
+            }
             EngineError::UnknownSession(_) => Failure::new(404, "unknown_session", msg),
             _ => Failure::new(503, "engine_error", msg),
         }
