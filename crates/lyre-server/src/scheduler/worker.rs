@@ -293,9 +293,11 @@ impl Worker {
             metrics::gauge!("lyre_audio_seconds_total").increment(0.08);
             let ev =
                 SessionEvent::Frame(FrameEvent { index: frame.index, codes: frame.codes, pcm: frame.pcm });
-            if live.sink.try_send(ev).is_err() {
-                self.drop_slow(sid);
-                return;
+            match live.sink.try_send(ev) {
+                Ok(()) => {}
+                // The client went away between its last read and this frame.
+                Err(mpsc::error::TrySendError::Closed(_)) => return self.cancel(sid),
+                Err(mpsc::error::TrySendError::Full(_)) => return self.drop_slow(sid),
             }
         }
         if let Some(reason) = out.finished {
