@@ -77,10 +77,15 @@ pub fn decode(bytes: &[u8]) -> Result<DecodedAudio> {
             }
             Err(e) => return Err(reference(format!("the file is corrupt: {e}"))),
         };
-        rate = buffer.spec().rate();
+        let buffer_rate = buffer.spec().rate();
+        if !samples.is_empty() && buffer_rate != rate {
+            // Chained streams (Ogg) may switch rates; one clip must have one.
+            return Err(reference(format!("the sample rate changes mid-stream ({rate} → {buffer_rate} Hz)")));
+        }
+        rate = buffer_rate;
         buffer.copy_to_vecs_planar::<f32>(&mut planes);
         let channels = planes.len().max(1) as f32;
-        let frames = planes.first().map_or(0, Vec::len);
+        let frames = planes.iter().map(Vec::len).min().unwrap_or(0);
         samples.extend((0..frames).map(|i| planes.iter().map(|p| p[i]).sum::<f32>() / channels));
         let limit = (MAX_REFERENCE_SECONDS as f64 + 1.0) * f64::from(rate.max(1));
         if samples.len() as f64 > limit {

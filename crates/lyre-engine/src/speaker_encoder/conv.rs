@@ -20,7 +20,13 @@ impl WeightSource for WeightFile {
     fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
         match self.get(name, shape, TensorDtype::Bf16) {
             Ok(t) => Ok(t.to_f32()),
-            Err(EngineError::TensorDtype { .. }) => Ok(self.get(name, shape, TensorDtype::F32)?.to_f32()),
+            Err(EngineError::TensorDtype { .. }) => match self.get(name, shape, TensorDtype::F32) {
+                Ok(t) => Ok(t.to_f32()),
+                Err(EngineError::TensorDtype { path, tensor, found, .. }) => {
+                    Err(EngineError::TensorDtype { path, tensor, found, expected: "BF16 or F32".into() })
+                }
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         }
     }

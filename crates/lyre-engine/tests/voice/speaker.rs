@@ -2,12 +2,15 @@
 //! official `mel_spectrogram` and `extract_speaker_embedding` in f32) and the x-vector stored
 //! with the Base x-vector end-to-end case.
 
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use lyre_engine::checkpoint::config::SpeakerEncoderConfig;
 use lyre_engine::checkpoint::ModelDir;
 use lyre_engine::speaker_encoder::SpeakerEncoder;
 use lyre_engine::EngineError;
+use safetensors::tensor::TensorView;
+use safetensors::SafeTensors;
 
 use crate::support::{cosine, fixture, max_abs, max_diff, ref_f32};
 
@@ -64,6 +67,54 @@ fn embedding_equals_the_e2e_prompt_x_vectors() {
         eprintln!("{case}: cosine {cos:.8}, max |Δ| {diff:.3e}, scale {scale:.3}");
         assert!(cos >= 0.99999 && diff <= 1e-5 * scale.max(1.0), "{case}: cosine {cos}, max |Δ| {diff}");
     }
+}
+
+/// A copy of tiny-base whose `model.safetensors` went through `edit`; the other files linked.
+fn broken_tiny_base(tag: &str, edit: impl FnOnce(&mut Vec<(String, TensorView<'_>)>)) -> PathBuf {
+    let src = fixture("tiny-base");
+    let dir = std::env::temp_dir().join(format!("lyre-voice-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let name = e.unwrap().file_name();
+        if name != "model.safetensors" && name != "refs" {
+            std::os::unix::fs::symlink(src.join(&name), dir.join(&name)).unwrap();
+        }
+    }
+    let bytes = std::fs::read(src.join("model.safetensors")).unwrap();
+    let st = SafeTensors::deserialize(&bytes).unwrap();
+    let mut tensors: Vec<(String, TensorView)> = st.tensors();
+    edit(&mut tensors);
+    safetensors::serialize_to_file(tensors, None, &dir.join("model.safetensors")).unwrap();
+    dir
+}
+
+fn load_err(dir: &Path) -> String {
+    let err = ModelDir::open(dir).and_then(|m| SpeakerEncoder::load(&m).map(|_| ()));
+    let msg = err.expect_err("the broken checkpoint must not load").to_string();
+    std::fs::remove_dir_all(dir).unwrap();
+    msg
+}
+
+#[test]
+fn checkpoint_errors_name_the_file_and_tensor() {
+    let victim = "speaker_encoder.asp.conv.weight";
+    let dir = broken_tiny_base("missing", |t| t.retain(|(n, _)| n != victim));
+    let msg = load_err(&dir);
+    assert!(msg.contains("model.safetensors") && msg.contains(victim) && msg.contains("missing"), "{msg}");
+
+    // A kernel of the wrong length: the first TDNN's weight cut from k5 to k4.
+    let victim = "speaker_encoder.blocks.0.conv.weight";
+    let dir = broken_tiny_base("shape", |t| {
+        let i = t.iter().position(|(n, _)| n == victim).unwrap();
+        let v = &t[i].1;
+        let (out, inp, k) = (v.shape()[0], v.shape()[1], v.shape()[2]);
+        let bytes = v.data().len() / (out * inp * k) * (out * inp * (k - 1));
+        let cut = TensorView::new(v.dtype(), vec![out, inp, k - 1], &v.data()[..bytes]).unwrap();
+        t[i].1 = cut;
+    });
+    let msg = load_err(&dir);
+    assert!(msg.contains("model.safetensors") && msg.contains(victim) && msg.contains("shape"), "{msg}");
 }
 
 #[test]
