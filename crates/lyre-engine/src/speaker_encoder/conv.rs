@@ -225,7 +225,9 @@ mod tests {
     #[test]
     fn im2col_matches_the_definition() {
         let pseudo = |n: usize, seed: u32| -> Vec<f32> {
-            (0..n).map(|i| (((i as u32 * 2_654_435_761) ^ seed) % 1000) as f32 / 500.0 - 1.0).collect()
+            (0..n)
+                .map(|i| (((i as u32).wrapping_mul(2_654_435_761) ^ seed) % 1000) as f32 / 500.0 - 1.0)
+                .collect()
         };
         for (kernel, dilation) in [(1, 1), (3, 2), (5, 1), (3, 4), (2, 1)] {
             let conv = Conv1d {
