@@ -1,0 +1,47 @@
+use std::path::{Path, PathBuf};
+
+use safetensors::tensor::Dtype;
+use safetensors::SafeTensors;
+
+pub fn shared() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    std::env::var_os("LYRE_SHARED").map(PathBuf::from).unwrap_or(p)
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    let p = shared().join("fixtures").join(name);
+    assert!(p.is_dir(), "fixture {} is missing", p.display());
+    p
+}
+
+pub fn data(name: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
+    std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (scripts/make-audio-test-data.sh)", path.display()))
+}
+
+/// One f32 tensor of a fixture's `refs/{group}.safetensors`.
+pub fn ref_f32(fixture_name: &str, group: &str, name: &str) -> Vec<f32> {
+    let path = fixture(fixture_name).join("refs").join(format!("{group}.safetensors"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let st = SafeTensors::deserialize(&bytes).expect("valid refs file");
+    let t = st.tensor(name).unwrap_or_else(|_| panic!("ref tensor {name}"));
+    assert_eq!(t.dtype(), Dtype::F32, "{name}");
+    bytemuck::pod_collect_to_vec(t.data())
+}
+
+pub fn max_abs(v: &[f32]) -> f32 {
+    v.iter().fold(0.0, |m, x| m.max(x.abs()))
+}
+
+pub fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).fold(0.0, |m, (x, y)| m.max((x - y).abs()))
+}
+
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(&x, &y)| f64::from(x) * f64::from(y)).sum();
+    let na: f64 = a.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
