@@ -1,0 +1,5 @@
+//! The Mimi speech encoder (voice-cloning reference codes) against the official outputs.
+
+mod parity;
+mod real_size;
+mod support;
