@@ -43,7 +43,7 @@ fn fake_tensor(name: &str, shape: &[usize], seed: u64) -> Vec<f32> {
 
 #[test]
 #[ignore = "builds a 200 MB random checkpoint; run in release for the timing"]
-fn real_size_ten_seconds() {
+fn real_size_five_and_ten_seconds() {
     let path = shared().join("reference/manifests/Qwen3-TTS-12Hz-0.6B-Base.json");
     let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let cfg: SpeechTokenizerConfig =
@@ -69,11 +69,13 @@ fn real_size_ten_seconds() {
 
     let wav: Vec<f32> = noise(7, 240_000).into_iter().map(|v| v * 0.3).collect();
     enc.encode(&wav[..24_000]).unwrap();
-    let start = Instant::now();
-    let codes = enc.encode(&wav).unwrap();
-    let took = start.elapsed();
-    assert_eq!(codes.len(), 125);
-    eprintln!("real-size speech encoder: 10 s clip in {took:?} on {} threads", rayon_threads());
+    for seconds in [5, 10] {
+        let start = Instant::now();
+        let codes = enc.encode(&wav[..seconds * 24_000]).unwrap();
+        let took = start.elapsed();
+        assert_eq!(codes.len(), (seconds * 24_000).div_ceil(1920));
+        eprintln!("real-size speech encoder: {seconds} s clip in {took:?} on {} threads", rayon_threads());
+    }
 }
 
 fn rayon_threads() -> usize {
