@@ -59,8 +59,9 @@ impl ConvShape {
     }
 }
 
-/// One causal conv with its weights, reordered at load to `[out][tap][in]` so that an im2col row
-/// (`tap`-major, each tap a contiguous input row) multiplies it directly.
+/// One causal conv with its weights, reordered at load to `[tap][in][out]`: a row-major
+/// `width × out` matrix (`width = kernel · in`) that an im2col row (`tap`-major, each tap a
+/// contiguous input row) multiplies directly, and that the GEMM packs with contiguous reads.
 pub(super) struct CausalConv1d {
     pub(super) shape: ConvShape,
     pub(super) pad: PadMode,
@@ -77,7 +78,7 @@ impl CausalConv1d {
         for o in 0..out {
             for c in 0..inp {
                 for j in 0..kernel {
-                    w[o * kernel * inp + j * inp + c] = weight[o * inp * kernel + c * kernel + j];
+                    w[(j * inp + c) * out + o] = weight[o * inp * kernel + c * kernel + j];
                 }
             }
         }
@@ -93,36 +94,42 @@ impl CausalConv1d {
         if len == 0 {
             return y;
         }
-        let pad = self.shape.padding_total();
+        let pad = self.shape.padding_total() as isize;
         // The padded input ends exactly where the last window does.
-        let padded = len + pad + self.shape.extra_padding(len);
+        let padded = len + pad as usize + self.shape.extra_padding(len);
         debug_assert_eq!(padded - self.shape.effective_kernel(), (t_out - 1) * stride);
         let rows = chunk_rows(t_out, width.max(out));
         par_rows(&mut y, out, rows, |t0, chunk| {
             let n = chunk.len() / out;
+            // The input rows `lo..hi` that this chunk reads (every padded position maps into
+            // them), activated once here rather than once per tap.
+            let first = (t0 * stride) as isize - pad;
+            let last = ((t0 + n - 1) * stride + (kernel - 1) * dilation) as isize - pad;
+            let (lo, hi) =
+                (first.clamp(0, len as isize - 1) as usize, last.clamp(0, len as isize - 1) as usize + 1);
+            let owned;
+            let src_rows = match pre {
+                Pre::None => &x[lo * inp..hi * inp],
+                Pre::Elu => {
+                    owned = x[lo * inp..hi * inp].iter().map(|&v| elu(v)).collect::<Vec<f32>>();
+                    &owned[..]
+                }
+            };
             let mut col = vec![0.0f32; n * width];
             for (t, col_row) in col.chunks_exact_mut(width).enumerate() {
                 for j in 0..kernel {
                     // Input row read by tap j of output t0 + t, in unpadded coordinates.
-                    let i = ((t0 + t) * stride + j * dilation) as isize - pad as isize;
-                    let dst = &mut col_row[j * inp..(j + 1) * inp];
+                    let i = ((t0 + t) * stride + j * dilation) as isize - pad;
                     let src = match (self.pad, i) {
                         (PadMode::Zeros, i) if i < 0 || i >= len as isize => continue,
                         (PadMode::Replicate, i) if i < 0 => 0,
                         (PadMode::Replicate, i) if i >= len as isize => len - 1,
                         (_, i) => i as usize,
-                    };
-                    let row = &x[src * inp..(src + 1) * inp];
-                    match pre {
-                        Pre::None => dst.copy_from_slice(row),
-                        Pre::Elu => dst.iter_mut().zip(row).for_each(|(d, &v)| *d = elu(v)),
-                    }
+                    } - lo;
+                    col_row[j * inp..(j + 1) * inp].copy_from_slice(&src_rows[src * inp..(src + 1) * inp]);
                 }
             }
-            let a = View::rows(&col, n, width);
-            // `[out][width]` read transposed: element (w, o) = weight[o·width + w].
-            let b = View::new(&self.weight, 0, (width, out), (1, width));
-            gemm(a, b, 0.0, chunk, out);
+            gemm(View::rows(&col, n, width), View::rows(&self.weight, width, out), 0.0, chunk, out);
             if let Some(bias) = &self.bias {
                 for row in chunk.chunks_exact_mut(out) {
                     row.iter_mut().zip(bias).for_each(|(v, b)| *v += b);

@@ -73,12 +73,13 @@ pub(super) fn gemm(a: View<'_>, b: View<'_>, beta: f32, c: &mut [f32], ldc: usiz
     }
 }
 
-/// Rows per parallel task so that each task holds about `work_per_row` × rows ≈ 256 K floats and
-/// there are enough tasks to keep every core busy.
+/// Rows per parallel task. Every task packs the whole right-hand matrix (the weights) again, so
+/// tasks get at least 32 rows and no more tasks than threads are made for short inputs; at most
+/// about `work_per_row` × rows ≈ 1 M floats (4 MB of im2col scratch) per task, for long ones.
 pub(super) fn chunk_rows(total: usize, work_per_row: usize) -> usize {
-    let by_size = (256 * 1024 / work_per_row.max(1)).clamp(8, 4096);
-    let by_balance = total.div_ceil(4 * rayon::current_num_threads().max(1)).max(1);
-    by_size.min(by_balance).max(1)
+    let by_size = ((1 << 20) / work_per_row.max(1)).clamp(32, 4096);
+    let by_balance = total.div_ceil(rayon::current_num_threads().max(1)).max(32);
+    by_size.min(by_balance)
 }
 
 /// Fills the row-major `out` (`cols` wide) in parallel, `rows` rows per task:
@@ -93,15 +94,27 @@ where
     out.par_chunks_mut(rows * cols).enumerate().for_each(|(i, chunk)| f(i * rows, chunk));
 }
 
-/// A bias-optional linear layer, `y = x · Wᵀ + b`, with PyTorch's `[out, in]` weight.
+/// A bias-optional linear layer, `y = x · Wᵀ + b`; `W` is kept transposed (`[in][out]`).
 pub(super) struct Linear {
-    pub(super) weight: Vec<f32>,
+    weight_t: Vec<f32>,
     pub(super) bias: Option<Vec<f32>>,
     pub(super) inp: usize,
     pub(super) out: usize,
 }
 
 impl Linear {
+    /// From PyTorch's `[out][in]` weight.
+    pub(super) fn new(weight: &[f32], bias: Option<Vec<f32>>, inp: usize, out: usize) -> Self {
+        debug_assert_eq!(weight.len(), inp * out);
+        let mut weight_t = vec![0.0f32; inp * out];
+        for (o, row) in weight.chunks_exact(inp).enumerate() {
+            for (i, &v) in row.iter().enumerate() {
+                weight_t[i * out + o] = v;
+            }
+        }
+        Linear { weight_t, bias, inp, out }
+    }
+
     /// `x` is `t × inp` row-major; the result is `t × out`.
     pub(super) fn forward(&self, x: &[f32], t: usize) -> Vec<f32> {
         let mut y = vec![0.0f32; t * self.out];
@@ -109,9 +122,7 @@ impl Linear {
         par_rows(&mut y, self.out, rows, |r0, chunk| {
             let n = chunk.len() / self.out;
             let a = View::new(x, r0 * self.inp, (n, self.inp), (self.inp, 1));
-            // Wᵀ: element (i, j) = W[j][i].
-            let b = View::new(&self.weight, 0, (self.inp, self.out), (1, self.inp));
-            gemm(a, b, 0.0, chunk, self.out);
+            gemm(a, View::rows(&self.weight_t, self.inp, self.out), 0.0, chunk, self.out);
             if let Some(bias) = &self.bias {
                 for row in chunk.chunks_exact_mut(self.out) {
                     row.iter_mut().zip(bias).for_each(|(v, b)| *v += b);

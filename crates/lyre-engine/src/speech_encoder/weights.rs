@@ -54,12 +54,12 @@ impl Loader<'_> {
     /// `{prefix}.weight` `[out, in]` (no bias: Mimi's attention and MLP have none).
     pub(super) fn linear(&self, prefix: &str, out: usize, inp: usize) -> Result<Linear> {
         let weight = self.tensor(&format!("{prefix}.weight"), &[out, inp])?;
-        Ok(Linear { weight, bias: None, inp, out })
+        Ok(Linear::new(&weight, None, inp, out))
     }
 
     /// A 1×1 conv without bias `[out, in, 1]`, used as a linear layer.
     pub(super) fn pointwise(&self, prefix: &str, out: usize, inp: usize) -> Result<Linear> {
         let weight = self.tensor(&format!("{prefix}.weight"), &[out, inp, 1])?;
-        Ok(Linear { weight, bias: None, inp, out })
+        Ok(Linear::new(&weight, None, inp, out))
     }
 }

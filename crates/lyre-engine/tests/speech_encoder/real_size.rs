@@ -70,12 +70,26 @@ fn real_size_five_and_ten_seconds() {
     let wav: Vec<f32> = noise(7, 240_000).into_iter().map(|v| v * 0.3).collect();
     enc.encode(&wav[..24_000]).unwrap();
     for seconds in [5, 10] {
-        let start = Instant::now();
+        let (start, cpu) = (Instant::now(), cpu_seconds());
         let codes = enc.encode(&wav[..seconds * 24_000]).unwrap();
-        let took = start.elapsed();
+        let (took, cpu) = (start.elapsed(), cpu.zip(cpu_seconds()).map(|(a, b)| b - a));
         assert_eq!(codes.len(), (seconds * 24_000).div_ceil(1920));
-        eprintln!("real-size speech encoder: {seconds} s clip in {took:?} on {} threads", rayon_threads());
+        eprintln!(
+            "real-size speech encoder: {seconds} s clip in {took:?} on {} threads ({} s of CPU time)",
+            rayon_threads(),
+            cpu.map_or("?".into(), |c| format!("{c:.2}"))
+        );
     }
+}
+
+/// User + system CPU time of this process so far (Linux `/proc/self/stat`, 100 Hz ticks), so
+/// the timing means something on a busy machine.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after_name = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
 }
 
 fn rayon_threads() -> usize {
