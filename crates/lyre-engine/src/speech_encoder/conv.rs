@@ -87,56 +87,68 @@ impl CausalConv1d {
 
     /// `x` is `len × inp`; the result is `ceil(len / stride) × out`. `len` must be ≥ 1.
     pub(super) fn forward(&self, x: &[f32], len: usize, pre: Pre) -> Vec<f32> {
-        let ConvShape { inp, out, kernel, stride, dilation } = self.shape;
-        let t_out = self.shape.output_len(len);
-        let width = kernel * inp;
+        let (out, t_out) = (self.shape.out, self.shape.output_len(len));
         let mut y = vec![0.0f32; t_out * out];
         if len == 0 {
             return y;
         }
+        par_rows(&mut y, out, self.chunk_rows(t_out), |t0, chunk| self.forward_rows(x, len, pre, t0, chunk));
+        y
+    }
+
+    /// Output rows per parallel task for `t_out` rows.
+    pub(super) fn chunk_rows(&self, t_out: usize) -> usize {
+        chunk_rows(t_out, (self.shape.kernel * self.shape.inp).max(self.shape.out))
+    }
+
+    /// Output rows `t0 .. t0 + chunk.len() / out` of [`forward`](Self::forward), written to
+    /// `chunk`; the same numbers as the whole-input call (the GEMM's sums do not depend on how
+    /// the rows are split).
+    pub(super) fn forward_rows(&self, x: &[f32], len: usize, pre: Pre, t0: usize, chunk: &mut [f32]) {
+        let ConvShape { inp, out, kernel, stride, dilation } = self.shape;
+        let width = kernel * inp;
+        let n = chunk.len() / out;
+        if n == 0 || len == 0 {
+            return;
+        }
         let pad = self.shape.padding_total() as isize;
         // The padded input ends exactly where the last window does.
         let padded = len + pad as usize + self.shape.extra_padding(len);
-        debug_assert_eq!(padded - self.shape.effective_kernel(), (t_out - 1) * stride);
-        let rows = chunk_rows(t_out, width.max(out));
-        par_rows(&mut y, out, rows, |t0, chunk| {
-            let n = chunk.len() / out;
-            // The input rows `lo..hi` that this chunk reads (every padded position maps into
-            // them), activated once here rather than once per tap.
-            let first = (t0 * stride) as isize - pad;
-            let last = ((t0 + n - 1) * stride + (kernel - 1) * dilation) as isize - pad;
-            let (lo, hi) =
-                (first.clamp(0, len as isize - 1) as usize, last.clamp(0, len as isize - 1) as usize + 1);
-            let owned;
-            let src_rows = match pre {
-                Pre::None => &x[lo * inp..hi * inp],
-                Pre::Elu => {
-                    owned = x[lo * inp..hi * inp].iter().map(|&v| elu(v)).collect::<Vec<f32>>();
-                    &owned[..]
-                }
-            };
-            let mut col = vec![0.0f32; n * width];
-            for (t, col_row) in col.chunks_exact_mut(width).enumerate() {
-                for j in 0..kernel {
-                    // Input row read by tap j of output t0 + t, in unpadded coordinates.
-                    let i = ((t0 + t) * stride + j * dilation) as isize - pad;
-                    let src = match (self.pad, i) {
-                        (PadMode::Zeros, i) if i < 0 || i >= len as isize => continue,
-                        (PadMode::Replicate, i) if i < 0 => 0,
-                        (PadMode::Replicate, i) if i >= len as isize => len - 1,
-                        (_, i) => i as usize,
-                    } - lo;
-                    col_row[j * inp..(j + 1) * inp].copy_from_slice(&src_rows[src * inp..(src + 1) * inp]);
-                }
+        debug_assert_eq!(padded - self.shape.effective_kernel(), (self.shape.output_len(len) - 1) * stride);
+        // The input rows `lo..hi` that these outputs read (every padded position maps into them),
+        // activated once here rather than once per tap.
+        let first = (t0 * stride) as isize - pad;
+        let last = ((t0 + n - 1) * stride + (kernel - 1) * dilation) as isize - pad;
+        let (lo, hi) =
+            (first.clamp(0, len as isize - 1) as usize, last.clamp(0, len as isize - 1) as usize + 1);
+        let owned;
+        let src_rows = match pre {
+            Pre::None => &x[lo * inp..hi * inp],
+            Pre::Elu => {
+                owned = x[lo * inp..hi * inp].iter().map(|&v| elu(v)).collect::<Vec<f32>>();
+                &owned[..]
             }
-            gemm(View::rows(&col, n, width), View::rows(&self.weight, width, out), 0.0, chunk, out);
-            if let Some(bias) = &self.bias {
-                for row in chunk.chunks_exact_mut(out) {
-                    row.iter_mut().zip(bias).for_each(|(v, b)| *v += b);
-                }
+        };
+        let mut col = vec![0.0f32; n * width];
+        for (t, col_row) in col.chunks_exact_mut(width).enumerate() {
+            for j in 0..kernel {
+                // Input row read by tap j of output t0 + t, in unpadded coordinates.
+                let i = ((t0 + t) * stride + j * dilation) as isize - pad;
+                let src = match (self.pad, i) {
+                    (PadMode::Zeros, i) if i < 0 || i >= len as isize => continue,
+                    (PadMode::Replicate, i) if i < 0 => 0,
+                    (PadMode::Replicate, i) if i >= len as isize => len - 1,
+                    (_, i) => i as usize,
+                } - lo;
+                col_row[j * inp..(j + 1) * inp].copy_from_slice(&src_rows[src * inp..(src + 1) * inp]);
             }
-        });
-        y
+        }
+        gemm(View::rows(&col, n, width), View::rows(&self.weight, width, out), 0.0, chunk, out);
+        if let Some(bias) = &self.bias {
+            for row in chunk.chunks_exact_mut(out) {
+                row.iter_mut().zip(bias).for_each(|(v, b)| *v += b);
+            }
+        }
     }
 }
 

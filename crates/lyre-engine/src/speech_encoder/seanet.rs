@@ -3,6 +3,7 @@
 //! (kernel 2·ratio) doubling the channels, then ELU + the last conv to `hidden_size`.
 
 use super::conv::{CausalConv1d, ConvShape, PadMode, Pre};
+use super::gemm::par_rows;
 use super::weights::Loader;
 use crate::checkpoint::config::MimiEncoderConfig;
 use crate::error::Result;
@@ -16,16 +17,29 @@ struct ResBlock {
 }
 
 impl ResBlock {
-    fn forward(&self, x: &mut [f32], len: usize) {
-        let h = self.conv1.forward(x, len, Pre::Elu);
-        let y = self.conv2.forward(&h, len, Pre::Elu);
-        match &self.shortcut {
-            Some(conv) => {
-                let r = conv.forward(x, len, Pre::None);
-                x.iter_mut().zip(r.iter().zip(&y)).for_each(|(v, (r, y))| *v = r + y);
+    /// `x` (`len × channels`) → the block's output, computed chunk by chunk: `conv2` is 1×1, so
+    /// each chunk's hidden rows are made and used at once and the hidden activations of the whole
+    /// clip never exist.
+    fn forward(&self, x: &[f32], len: usize) -> Vec<f32> {
+        let ch = self.conv2.shape.out;
+        let hidden = self.conv1.shape.out;
+        let mut y = vec![0.0f32; len * ch];
+        par_rows(&mut y, ch, self.conv1.chunk_rows(len), |t0, chunk| {
+            let n = chunk.len() / ch;
+            let mut h = vec![0.0f32; n * hidden];
+            self.conv1.forward_rows(x, len, Pre::Elu, t0, &mut h);
+            self.conv2.forward_rows(&h, n, Pre::Elu, 0, chunk);
+            let rows = t0 * ch..(t0 + n) * ch;
+            match &self.shortcut {
+                Some(conv) => {
+                    let mut r = vec![0.0f32; n * ch];
+                    conv.forward_rows(x, len, Pre::None, t0, &mut r);
+                    chunk.iter_mut().zip(&r).for_each(|(v, r)| *v += r);
+                }
+                None => chunk.iter_mut().zip(&x[rows]).for_each(|(v, x)| *v += x),
             }
-            None => x.iter_mut().zip(&y).for_each(|(v, y)| *v += y),
-        }
+        });
+        y
     }
 }
 
@@ -101,7 +115,7 @@ impl Seanet {
         let mut x = self.first.forward(wav, len, Pre::None);
         for stage in &self.stages {
             for block in &stage.blocks {
-                block.forward(&mut x, len);
+                x = block.forward(&x, len);
             }
             x = stage.down.forward(&x, len, Pre::Elu);
             len = stage.down.shape.output_len(len);
