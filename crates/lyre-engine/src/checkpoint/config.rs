@@ -309,10 +309,27 @@ pub struct MimiEncoderConfig {
     pub sampling_rate: u32,
     #[serde(default)]
     pub upsample_groups: usize,
+    /// Activation of the transformer MLP; transformers' `"gelu"` is the exact (erf) GELU.
+    #[serde(default = "default_mimi_act")]
+    pub hidden_act: String,
+    /// Lyre implements the causal convolutions only (the released checkpoints are causal).
+    #[serde(default = "yes")]
+    pub use_causal_conv: bool,
+    /// Padding of the SEANet convs (the downsample conv always replicates).
+    #[serde(default = "default_pad_mode")]
+    pub pad_mode: String,
+    #[serde(default)]
+    pub attention_bias: bool,
 }
 
 fn default_audio_channels() -> usize {
     1
+}
+fn default_mimi_act() -> String {
+    "gelu".into()
+}
+fn default_pad_mode() -> String {
+    "constant".into()
 }
 
 /// Reads and parses one JSON file; errors name the file and, where serde knows it, the field.
