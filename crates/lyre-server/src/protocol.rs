@@ -32,6 +32,10 @@ pub struct StartMessage {
     /// Text to begin with (more may follow in `text` messages).
     pub text: Option<String>,
     pub voice: Option<String>,
+    /// A reference clip for one-off cloning (Base models): an audio file, base64.
+    pub ref_audio: Option<String>,
+    /// The clip's transcript: in-context cloning when given, x-vector only otherwise.
+    pub ref_text: Option<String>,
     pub language: Option<String>,
     pub instruct: Option<String>,
     pub text_mode: Option<String>,
