@@ -16,6 +16,7 @@ use lyre_engine::prompt::{TextMode, VoiceSpec};
 use lyre_engine::sampling::{SamplingOverrides, SamplingParams};
 use lyre_engine::{Engine, EngineOptions, FinishReason, SessionRequest, TextInput};
 
+use crate::config::ServerConfig;
 use crate::voices::{Encoders, VoiceStore};
 
 #[derive(Debug, Args)]
@@ -37,9 +38,13 @@ pub struct SynthArgs {
     /// The transcript of --ref-audio: in-context cloning (ICL) when given, x-vector only when not.
     #[arg(long, requires = "ref_audio")]
     pub ref_text: Option<String>,
-    /// Where the server stores cloned voices (its `voices.dir`), for --voice on a Base model.
-    #[arg(long, env = "LYRE_VOICES_DIR", default_value = "voices")]
-    pub voices_dir: PathBuf,
+    /// Where the server stores cloned voices, for --voice on a Base model. Default: the
+    /// `voices.dir` of --config (or LYRE_CONFIG) with LYRE_* overrides, as `lyre serve` reads it.
+    #[arg(long)]
+    pub voices_dir: Option<PathBuf>,
+    /// The server's TOML config, read only for `voices.dir` when --voices-dir is not given.
+    #[arg(long, env = "LYRE_CONFIG")]
+    pub config: Option<PathBuf>,
     /// `auto` or a language the model knows.
     #[arg(long, default_value = "auto")]
     pub language: String,
@@ -155,12 +160,18 @@ fn voice(args: &SynthArgs, model: &Arc<ModelDir>) -> anyhow::Result<VoiceSpec> {
     }
     match (&args.voice, model.config.tts_model_type) {
         (Some(name), ModelType::Base) => {
-            let store = VoiceStore::open(&args.voices_dir, usize::MAX)?;
+            let dir = match &args.voices_dir {
+                Some(d) => d.clone(),
+                None => PathBuf::from(
+                    ServerConfig::load(args.config.as_deref(), std::env::vars())
+                        .context("reading voices.dir from the config (or pass --voices-dir)")?
+                        .voices
+                        .dir,
+                ),
+            };
+            let store = VoiceStore::open(&dir, usize::MAX)?;
             let stored = store.get(name.trim()).with_context(|| {
-                format!(
-                    "--voice: no stored voice `{name}` in {} (see --voices-dir)",
-                    args.voices_dir.display()
-                )
+                format!("--voice: no stored voice `{name}` in {} (see --voices-dir)", dir.display())
             })?;
             stored.voice_spec(&model.config, "voice").map_err(|f| anyhow::anyhow!("--voice: {}", f.message))
         }

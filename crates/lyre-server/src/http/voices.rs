@@ -41,7 +41,7 @@ pub async fn create(
     let name = upload.name.ok_or_else(|| Failure::invalid("name", "is required"))?;
     let name = name.trim().to_string();
     validate_name(&name, "name")?;
-    if state.model.config.talker_config.spk_id.contains_key(&name) {
+    if state.model.config.talker_config.spk_id.contains_key(&name.to_lowercase()) {
         return Err(Failure::new(409, "voice_exists", format!("`{name}` is a preset voice"))
             .with_field("name")
             .into());
@@ -68,7 +68,7 @@ pub async fn create(
 
 pub async fn remove(State(state): State<AppState>, Path(name): Path<String>) -> Result<Response, ApiError> {
     validate_name(&name, "name")?;
-    if state.model.config.talker_config.spk_id.contains_key(&name) {
+    if state.model.config.talker_config.spk_id.contains_key(&name.to_lowercase()) {
         return Err(Failure::new(
             400,
             "preset_voice",
