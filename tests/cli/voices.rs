@@ -88,3 +88,39 @@ fn synth_names_cloning_mistakes() {
     let err = run(&base, &["--ref-audio", "/nonexistent/clip.wav"]);
     assert!(err.contains("/nonexistent/clip.wav"), "{err}");
 }
+
+/// Without --voices-dir, `--voice` reads the server's `voices.dir` (here from LYRE_VOICES_DIR,
+/// as `lyre serve` would).
+#[test]
+fn synth_finds_stored_voices_through_the_config() {
+    let dir = temp("voices-env");
+    write_voice(&dir, "okay", "e2e_base_icl_stream_english");
+    let out = temp("icl-env.json");
+    let model = fixture("tiny-base");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_lyre"))
+        .env("LYRE_VOICES_DIR", &dir)
+        .env_remove("LYRE_CONFIG")
+        .args([
+            "synth",
+            "--model-dir",
+            model.to_str().unwrap(),
+            "--text",
+            "Hello world, this is a test.",
+            "--voice",
+            "okay",
+            "--language",
+            "english",
+            "--streaming-text",
+            "--greedy",
+            "--max-frames",
+            "11",
+            "--codes-out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(read_codes(&out), ref_codes("tiny-base", "e2e_base_icl_stream_english"));
+    std::fs::remove_file(out).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+}

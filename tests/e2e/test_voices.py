@@ -127,7 +127,7 @@ def test_upload_mistakes_are_named(tmp_path):
             ({"name": "a"}, None, 400, "audio"),
             ({}, {"audio": ("a.wav", clip)}, 400, "name"),
             ({"name": "../x"}, {"audio": ("a.wav", clip)}, 400, "name"),
-            ({"name": "Alice"}, {"audio": ("a.wav", clip)}, 400, "name"),
+            ({"name": "a.json"}, {"audio": ("a.wav", clip)}, 400, "name"),
             ({"name": "taken"}, {"audio": ("a.wav", clip)}, 409, "name"),
         ]
         for fields, files, status, param in cases:

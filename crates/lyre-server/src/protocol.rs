@@ -4,7 +4,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::http::SynthesisFields;
 
-/// Client → server.
+/// Client → server. (A `start` is much larger than the other messages; each message is parsed
+/// and consumed at once, so it is not boxed.)
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ClientMessage {

@@ -55,6 +55,9 @@ async fn stored_voices_survive_a_restart_and_delete_removes_them() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// `(status, code, param)` of an error reply.
+type Expected<'a> = (u16, &'a str, Option<&'a str>);
+
 #[tokio::test]
 async fn upload_mistakes_are_4xx_errors_naming_the_field() {
     let dir = temp_dir("mistakes");
@@ -62,7 +65,7 @@ async fn upload_mistakes_are_4xx_errors_naming_the_field() {
     state.voices.insert(case_voice("taken", "e2e_base_xvec_stream_english", &state.model)).unwrap();
     let clip = wav_clip(1.0, 24_000);
     let long_name = "x".repeat(65);
-    let cases: Vec<(Vec<Part>, (u16, &str, Option<&str>))> = vec![
+    let cases: Vec<(Vec<Part>, Expected)> = vec![
         (vec![Part::Text("name", "a"), Part::File("file", &clip)], (400, "invalid_request", Some("file"))),
         (
             vec![Part::Text("voice_name", "a"), Part::File("audio", &clip)],
