@@ -13,10 +13,16 @@ fn ref_i64(case: &str, name: &str) -> Vec<i64> {
 /// A voice file as `POST /v1/voices` stores it, from a case's `ref_spk_embedding`/`ref_code`.
 fn write_voice(dir: &std::path::Path, name: &str, case: &str) {
     let codes: Vec<Vec<i64>> = ref_i64(case, "ref_code").chunks(16).map(<[i64]>::to_vec).collect();
+    let cfg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture("tiny-base").join("config.json")).unwrap()).unwrap();
     let voice = serde_json::json!({
         "lyre_voice": 1,
         "name": name,
-        "model": {"type": "base", "size": "0b6", "hidden_size": 64},
+        "model": {
+            "type": cfg["tts_model_type"],
+            "size": cfg["tts_model_size"],
+            "hidden_size": cfg["talker_config"]["hidden_size"],
+        },
         "x_vector": ref_f32("tiny-base", case, "ref_spk_embedding"),
         "ref_text": "Okay. Yeah.",
         "ref_codes": codes,
