@@ -3,7 +3,8 @@
 
 use axum::extract::multipart::{Field, Multipart, MultipartError, MultipartRejection};
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::header::CONTENT_TYPE;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use lyre_engine::checkpoint::ModelDir;
@@ -24,18 +25,13 @@ struct Upload {
 
 pub async fn create(
     State(state): State<AppState>,
+    headers: HeaderMap,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Response, ApiError> {
     if let Some(f) = Encoders::refusal(&state.model) {
         return Err(f.into());
     }
-    let mut multipart = multipart.map_err(|e| {
-        Failure::new(
-            400,
-            "invalid_multipart",
-            format!("send multipart/form-data with fields `name`, `audio` and optionally `transcript`: {e}"),
-        )
-    })?;
+    let mut multipart = multipart.map_err(|e| not_multipart(&headers, e))?;
     let limit = state.config.voices.max_upload_bytes;
     let upload = read_upload(&mut multipart, limit).await?;
     let name = upload.name.ok_or_else(|| Failure::invalid("name", "is required"))?;
@@ -98,6 +94,26 @@ pub fn describe(v: &StoredVoice, usable: bool) -> serde_json::Value {
         "usable": usable,
         "created_unix_s": v.created_unix_s,
     })
+}
+
+/// A body that is not multipart. A url-encoded form (`curl -d`) is a form without its file, so
+/// that error names `audio`.
+fn not_multipart(headers: &HeaderMap, e: MultipartRejection) -> Failure {
+    let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if content_type.starts_with("application/x-www-form-urlencoded") {
+        return Failure::new(
+            400,
+            "invalid_multipart",
+            "a url-encoded form cannot carry the reference clip: send multipart/form-data (curl -F) \
+             with the file in `audio`",
+        )
+        .with_field("audio");
+    }
+    Failure::new(
+        400,
+        "invalid_multipart",
+        format!("send multipart/form-data with fields `name`, `audio` and optionally `transcript`: {e}"),
+    )
 }
 
 async fn read_upload(multipart: &mut Multipart, limit: usize) -> Result<Upload, Failure> {

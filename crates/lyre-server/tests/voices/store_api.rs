@@ -146,3 +146,14 @@ async fn uploads_to_a_model_without_cloning_are_refused() {
     let r = post_multipart(&state, &[Part::Text("name", "me"), Part::File("audio", &clip)]).await;
     assert_eq!(r.error(), (400, "cloning_unsupported".into(), Some("audio".into())));
 }
+
+#[tokio::test]
+async fn a_url_encoded_form_is_a_form_without_its_audio() {
+    let state = app(&fixture("tiny-base"), &temp_dir("urlencoded"));
+    let req = axum::http::Request::post("/v1/voices")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(axum::body::Body::from("name=alice"))
+        .unwrap();
+    let r = call(&state, req).await;
+    assert_eq!(r.error(), (400, "invalid_multipart".into(), Some("audio".into())));
+}
