@@ -3,3 +3,4 @@
 mod support;
 
 mod synth;
+mod voices;

@@ -22,7 +22,7 @@ TEXT = "Hello world, this is a test."
 class Server:
     """One `lyre serve` process; its stderr is kept in `self.log`."""
 
-    def __init__(self, env=None, args=()):
+    def __init__(self, env=None, args=(), fixture=FIXTURE):
         full_env = dict(os.environ)
         full_env.update({
             "LYRE_MODEL_ALLOW_CPU_ADAPTER": "true",
@@ -34,7 +34,7 @@ class Server:
         })
         full_env.update(env or {})
         self.proc = subprocess.Popen(
-            [LYRE, "serve", "--model-dir", str(FIXTURE), "--listen", "127.0.0.1:0", *args],
+            [LYRE, "serve", "--model-dir", str(fixture), "--listen", "127.0.0.1:0", *args],
             env=full_env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
         )
         self.log = []
@@ -91,10 +91,10 @@ def server():
     s.stop()
 
 
-def synth_codes(tmp_path, *args):
+def synth_codes(tmp_path, *args, fixture=FIXTURE):
     """Codes from `lyre synth` on the fixture model."""
     out = tmp_path / "codes.json"
-    cmd = [LYRE, "synth", "--model-dir", str(FIXTURE), "--codes-out", str(out), *args]
+    cmd = [LYRE, "synth", "--model-dir", str(fixture), "--codes-out", str(out), *args]
     subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, "LYRE_LOG": "warn"})
     return json.loads(out.read_text())["codes"]
 

@@ -37,7 +37,7 @@ pub fn check_voice_and_instruct(cfg: &ModelConfig, voice: &VoiceSpec, instruct: 
             }
         }
         ModelType::Base => {
-            if !matches!(voice, VoiceSpec::Vector(_)) {
+            if voice.x_vector().is_none() {
                 return Err(EngineError::invalid(
                     "voice",
                     "a Base model clones a voice: give reference audio",

@@ -48,6 +48,34 @@ pub enum VoiceSpec {
     None,
     /// A speaker vector (Base models: an x-vector from reference audio).
     Vector(Vec<f32>),
+    /// A cloned voice with its reference (Base models, in-context learning): the x-vector
+    /// takes the speaker position and the reference's transcript and codec frames lead the
+    /// prompt, so the model continues the reference clip.
+    Icl { x_vector: Vec<f32>, reference: VoiceReference },
+}
+
+/// The in-context part of a cloned voice: what the reference clip says and its codec frames.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VoiceReference {
+    pub text: String,
+    pub codes: Vec<[u16; 16]>,
+}
+
+impl VoiceSpec {
+    /// The speaker vector of a cloned voice.
+    pub fn x_vector(&self) -> Option<&[f32]> {
+        match self {
+            VoiceSpec::Vector(v) | VoiceSpec::Icl { x_vector: v, .. } => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn reference(&self) -> Option<&VoiceReference> {
+        match self {
+            VoiceSpec::Icl { reference, .. } => Some(reference),
+            _ => None,
+        }
+    }
 }
 
 /// What decides the prompt besides the text.
@@ -79,7 +107,7 @@ pub fn prefix_rows(cfg: &ModelConfig, spec: &PromptSpec, role_ids: &[u32; 3]) ->
     }
     match spec.voice {
         VoiceSpec::Speaker(name) => codec.push(CodecPart::Id(speaker_id(cfg, name)?)),
-        VoiceSpec::Vector(v) => {
+        VoiceSpec::Vector(v) | VoiceSpec::Icl { x_vector: v, .. } => {
             if v.len() != t.hidden_size {
                 return Err(EngineError::invalid(
                     "voice",
@@ -118,6 +146,41 @@ pub fn text_rows(cfg: &ModelConfig, mode: TextMode, text_ids: &[u32]) -> Result<
             (rows, Vec::new())
         }
     })
+}
+
+/// The ICL rows after the prefix and the text tokens read one per frame afterwards.
+/// `text_ids` are the reference transcript's ids followed by the text's (no `tts_eos`);
+/// `codec` is `codec_emb(bos)` followed by one summed embedding per reference frame.
+/// Streaming pairs text and codec position by position (the longer text continues one token
+/// per frame; a shorter one is padded with `tts_pad`); non-streaming puts the whole text
+/// (with `codec_pad`) first and the reference frames (with `tts_pad`) after it.
+pub fn icl_rows(
+    cfg: &ModelConfig,
+    mode: TextMode,
+    text_ids: &[u32],
+    codec: &[CodecPart],
+) -> (Vec<PromptRow>, Vec<u32>) {
+    let t = &cfg.talker_config;
+    let mut text = text_ids.to_vec();
+    text.push(cfg.tts_eos_token_id);
+    match mode {
+        TextMode::Streaming => {
+            let n = codec.len();
+            let trailing = if text.len() > n { text.split_off(n) } else { Vec::new() };
+            text.resize(n, cfg.tts_pad_token_id);
+            let rows =
+                text.into_iter().zip(codec).map(|(id, c)| PromptRow { text: Some(id), codec: c.clone() });
+            (rows.collect(), trailing)
+        }
+        TextMode::NonStreaming => {
+            let mut rows: Vec<PromptRow> =
+                text.into_iter().map(|id| PromptRow::both(id, t.codec_pad_id)).collect();
+            rows.extend(
+                codec.iter().map(|c| PromptRow { text: Some(cfg.tts_pad_token_id), codec: c.clone() }),
+            );
+            (rows, Vec::new())
+        }
+    }
 }
 
 /// `None` for automatic language detection. A speaker with a dialect turns `auto` and

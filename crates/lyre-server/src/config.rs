@@ -16,6 +16,7 @@ pub struct ServerConfig {
     pub limits: LimitsSection,
     pub auth: AuthSection,
     pub logging: LoggingSection,
+    pub voices: VoicesSection,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,6 +88,21 @@ impl Default for LimitsSection {
     }
 }
 
+/// Cloned voices (Base models): where they are stored and how large an upload may be.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VoicesSection {
+    pub dir: String,
+    pub max_upload_bytes: usize,
+    pub max_voices: usize,
+}
+
+impl Default for VoicesSection {
+    fn default() -> Self {
+        VoicesSection { dir: "voices".into(), max_upload_bytes: 20 << 20, max_voices: 1000 }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthSection {
@@ -154,6 +170,12 @@ impl ServerConfig {
         if !self.model.dir.is_empty() && !self.model.repo.is_empty() {
             bail!("model.dir and model.repo are both set; choose one");
         }
+        if self.voices.dir.trim().is_empty() {
+            bail!("voices.dir: must name a directory");
+        }
+        if self.voices.max_upload_bytes < 1024 {
+            bail!("voices.max_upload_bytes: must be at least 1024, got {}", self.voices.max_upload_bytes);
+        }
         if self.auth.api_keys.iter().any(|k| k.len() < 8) {
             bail!("auth.api_keys: every key must have at least 8 characters");
         }
@@ -161,7 +183,7 @@ impl ServerConfig {
     }
 }
 
-const SECTIONS: &[&str] = &["server", "model", "engine", "limits", "auth", "logging"];
+const SECTIONS: &[&str] = &["server", "model", "engine", "limits", "auth", "logging", "voices"];
 
 /// `LYRE_ENGINE_MAX_SESSIONS=64` sets `[engine] max_sessions = 64`. The value's type follows
 /// the key's default; lists are comma-separated. Variables that name no key are errors.
@@ -233,6 +255,7 @@ mod tests {
                 ("LYRE_MODEL_ALLOW_CPU_ADAPTER", "true"),
                 ("LYRE_SERVER_CORS_ORIGINS", "http://a, http://b"),
                 ("LYRE_LOG", "debug"),
+                ("LYRE_VOICES_DIR", "/var/lib/lyre/voices"),
                 ("PATH", "/bin"),
             ]),
         )
@@ -240,6 +263,7 @@ mod tests {
         assert_eq!(cfg.engine.max_sessions, 7);
         assert!(cfg.model.allow_cpu_adapter);
         assert_eq!(cfg.server.cors_origins, vec!["http://a", "http://b"]);
+        assert_eq!(cfg.voices.dir, "/var/lib/lyre/voices");
     }
 
     #[test]

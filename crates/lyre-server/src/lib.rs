@@ -12,3 +12,4 @@ pub mod protocol;
 pub mod scheduler;
 pub mod shutdown;
 pub mod telemetry;
+pub mod voices;

@@ -4,7 +4,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::http::SynthesisFields;
 
-/// Client → server.
+/// Client → server. (A `start` is much larger than the other messages; each message is parsed
+/// and consumed at once, so it is not boxed.)
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ClientMessage {
@@ -32,6 +34,10 @@ pub struct StartMessage {
     /// Text to begin with (more may follow in `text` messages).
     pub text: Option<String>,
     pub voice: Option<String>,
+    /// A reference clip for one-off cloning (Base models): an audio file, base64.
+    pub ref_audio: Option<String>,
+    /// The clip's transcript: in-context cloning when given, x-vector only otherwise.
+    pub ref_text: Option<String>,
     pub language: Option<String>,
     pub instruct: Option<String>,
     pub text_mode: Option<String>,

@@ -84,7 +84,7 @@ fn field_object() -> impl Strategy<Value = Map<String, Value>> {
 }
 
 fn check_tts(bytes: &[u8]) -> Result<(), TestCaseError> {
-    let validator = Validator { model: model(), limits: limits() };
+    let validator = Validator { model: model(), limits: limits(), voices: None };
     if let Err(e) = parse_tts_request(&validator, bytes) {
         let f = e.0;
         prop_assert!((400..500).contains(&f.status), "{} for {:?}", f, String::from_utf8_lossy(bytes));
@@ -112,7 +112,7 @@ proptest! {
         }
         if let Ok(lyre_server::protocol::ClientMessage::Start(start)) = parse_client_message(&v.to_string()) {
             // A start that parses goes through the same validation as HTTP requests.
-            let validator = Validator { model: model(), limits: limits() };
+            let validator = Validator { model: model(), limits: limits(), voices: None };
             if let Err(f) = validator.build(&start.fields(), None, lyre_engine::prompt::TextMode::Streaming) {
                 prop_assert!((400..500).contains(&f.status), "{}", f);
             }
@@ -152,7 +152,7 @@ fn deeply_nested_json_is_a_400() {
 
 #[test]
 fn overflowing_and_non_finite_sampling_values_are_rejected_by_name() {
-    let validator = Validator { model: model(), limits: limits() };
+    let validator = Validator { model: model(), limits: limits(), voices: None };
     for (field, value) in [
         ("temperature", "1e39"),
         ("temperature", "-1e39"),

@@ -2,6 +2,7 @@
 
 mod probe;
 mod profile;
+mod reference;
 mod session;
 mod tick;
 mod tick_plan;
@@ -20,9 +21,12 @@ use crate::error::{EngineError, Result};
 use crate::gpu::GpuContext;
 use crate::model::code_predictor::CodePredictorWeights;
 use crate::model::talker::TalkerWeights;
-use crate::prompt::{prefix_rows, text_rows, PromptRow, PromptSpec, TextMode, VoiceSpec};
+use crate::prompt::{
+    icl_rows, prefix_rows, text_rows, CodecPart, PromptRow, PromptSpec, TextMode, VoiceSpec,
+};
 use crate::sampling::SamplingParams;
-use session::Session;
+use reference::ReferencePlan;
+use session::{IclPrompt, Session};
 use tick_plan::{CodecIds, TickPlan};
 
 /// Engine-wide sizes.
@@ -111,6 +115,7 @@ pub struct Engine {
     talker: TalkerWeights,
     _code_predictor: CodePredictorWeights,
     decoder: CodecDecoder,
+    reference: ReferencePlan,
     talker_probe: Option<probe::TalkerProbe>,
     profiler: Option<profile::Profiler>,
     last_profile: Option<TickProfile>,
@@ -148,6 +153,7 @@ impl Engine {
             opts.max_positions,
         )?;
         let plan = TickPlan::new(&gpu, &talker, &cp, &decoder, ids, limits)?;
+        let reference = ReferencePlan::new(&gpu, &talker, &cp, &decoder, limits.max_rows)?;
         let role = model.tokenizer.assistant_text_ids("")?;
         let role_ids = [role[0], role[1], role[2]];
         gpu.take_error()?;
@@ -161,6 +167,7 @@ impl Engine {
             talker,
             _code_predictor: cp,
             decoder,
+            reference,
             talker_probe: None,
             profiler,
             last_profile: None,
@@ -208,9 +215,15 @@ impl Engine {
             TextInput::Whole(text) => Some(self.text_ids(text)?),
             TextInput::Streamed => None,
         };
+        let icl = self.icl_for(&req.voice)?;
         let prompt_rows = prefix.len()
-            + match (&text_ids, req.mode) {
-                (Some(ids), TextMode::NonStreaming) => ids.len() + 2,
+            + match (&icl, &text_ids, req.mode) {
+                (Some((ref_ids, p)), Some(ids), mode) => {
+                    let all: Vec<u32> = ref_ids.iter().chain(ids).copied().collect();
+                    icl_rows(&self.model.config, mode, &all, &p.codec).0.len()
+                }
+                (Some((_, p)), None, _) => p.codec.len(),
+                (None, Some(ids), TextMode::NonStreaming) => ids.len() + 2,
                 _ => 1,
             };
         self.check_prompt_fits(prompt_rows)?;
@@ -220,6 +233,9 @@ impl Engine {
         let id = self.next_id;
         self.next_id += 1;
         let mut s = Session::new(id, slot, req.mode, prefix, req.sampling, req.max_frames);
+        if let Some((ref_ids, icl)) = icl {
+            s.set_icl(ref_ids, icl);
+        }
         match text_ids {
             Some(ids) => s.set_text(ids),
             None => s.start_stream(),
@@ -235,9 +251,49 @@ impl Engine {
             return Err(EngineError::invalid("text", "prompt_for needs the whole text"));
         };
         let mut rows = self.prefix_for(req)?;
-        let (text_rows, trailing) = text_rows(&self.model.config, req.mode, &self.text_ids(text)?)?;
+        let ids = self.text_ids(text)?;
+        let (text_rows, trailing) = match self.icl_for(&req.voice)? {
+            Some((ref_ids, icl)) => {
+                let all: Vec<u32> = ref_ids.into_iter().chain(ids).collect();
+                icl_rows(&self.model.config, req.mode, &all, &icl.codec)
+            }
+            None => text_rows(&self.model.config, req.mode, &ids)?,
+        };
         rows.extend(text_rows);
         Ok((rows, trailing))
+    }
+
+    /// For an ICL voice: the reference transcript's ids (`ref_ids[3:-2]`) and the codec rows
+    /// (`codec_emb(bos)` and one summed embedding per reference frame, from the GPU).
+    fn icl_for(&self, voice: &VoiceSpec) -> Result<Option<(Vec<u32>, IclPrompt)>> {
+        let Some(r) = voice.reference() else { return Ok(None) };
+        if r.text.trim().is_empty() {
+            return Err(EngineError::invalid(
+                "ref_text",
+                "is empty; leave it out for an x-vector-only clone",
+            ));
+        }
+        if r.codes.is_empty() {
+            return Err(EngineError::invalid("ref_audio", "the reference has no codec frames"));
+        }
+        let limit = self.reference.max_frames.min(self.plan.limits.max_rows) - 1;
+        if r.codes.len() > limit {
+            return Err(EngineError::invalid(
+                "ref_audio",
+                format!("the reference has {} frames; this engine takes at most {limit}", r.codes.len()),
+            ));
+        }
+        let codebook = self.model.speech_config.decoder_config.codebook_size;
+        if r.codes.iter().flatten().any(|&c| c as usize >= codebook) {
+            return Err(EngineError::invalid("ref_codes", format!("codes must be below {codebook}")));
+        }
+        let ids = self.model.tokenizer.ref_text_ids(&r.text)?;
+        let ref_ids = ids[3..ids.len().saturating_sub(2).max(3)].to_vec();
+        let sums = self.reference.embed_frames(&self.gpu, &r.codes)?;
+        let bos = CodecPart::Id(self.model.config.talker_config.codec_bos_id);
+        let codec = std::iter::once(bos).chain(sums.into_iter().map(CodecPart::Vector)).collect();
+        let frames = r.codes.len() as u32;
+        Ok(Some((ref_ids, IclPrompt { codec, codes: Some(r.codes.clone()), frames })))
     }
 
     fn prefix_for(&self, req: &SessionRequest) -> Result<Vec<PromptRow>> {

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use crate::checkpoint::config::ModelConfig;
 use crate::checkpoint::tokenizer::TextTokenizer;
 use crate::error::{EngineError, Result};
-use crate::prompt::{text_rows, PromptRow, TextMode};
+use crate::prompt::{icl_rows, text_rows, CodecPart, PromptRow, TextMode};
 use crate::sampling::SamplingParams;
 use crate::text_stream::TextStream;
 
@@ -35,6 +35,16 @@ pub(crate) enum NextInput {
     Wait,
 }
 
+/// The in-context part of a cloned voice's prompt.
+pub(crate) struct IclPrompt {
+    /// `codec_emb(bos)`, then each reference frame's summed embedding.
+    pub codec: Vec<CodecPart>,
+    /// The reference frames, which prime the decoder at prefill; taken then.
+    pub codes: Option<Vec<[u16; 16]>>,
+    /// How many reference frames precede the generated ones in the decoder.
+    pub frames: u32,
+}
+
 pub(crate) struct Session {
     pub id: SessionId,
     pub slot: u32,
@@ -44,6 +54,7 @@ pub(crate) struct Session {
     /// Prompt rows before the text; taken at prefill.
     prefix: Option<Vec<PromptRow>>,
     stream: Option<TextStream>,
+    icl: Option<IclPrompt>,
     /// Released text tokens not yet placed in the prompt or read by a frame.
     text: VecDeque<u32>,
     text_done: bool,
@@ -75,6 +86,7 @@ impl Session {
             mode,
             prefix: Some(prefix),
             stream: None,
+            icl: None,
             text: VecDeque::new(),
             text_done: false,
             text_tokens: 0,
@@ -84,6 +96,23 @@ impl Session {
             frames: 0,
             gen_index: 0,
         }
+    }
+
+    /// Makes this an in-context (ICL) session: `ref_ids` (the reference transcript) lead the
+    /// text and `icl.codec` the codec channel. Call before any text.
+    pub fn set_icl(&mut self, ref_ids: Vec<u32>, icl: IclPrompt) {
+        self.text.extend(ref_ids);
+        self.icl = Some(icl);
+    }
+
+    /// Reference frames the decoder runs before this session's first frame (taken once).
+    pub fn take_prime(&mut self) -> Option<Vec<[u16; 16]>> {
+        self.icl.as_mut().and_then(|i| i.codes.take())
+    }
+
+    /// The decoder's frame index of this session's next frame.
+    pub fn decoder_frame(&self) -> u32 {
+        self.gen_index + self.icl.as_ref().map_or(0, |i| i.frames)
     }
 
     /// The whole text, already tokenized (ids between the template's role and end).
@@ -124,12 +153,23 @@ impl Session {
 
     /// True when streamed text ended without producing a token.
     pub fn text_is_empty(&self) -> bool {
-        self.text_done && !self.prefilled && self.text.is_empty()
+        self.text_done && !self.prefilled && self.text_tokens == 0
     }
 
     /// The rows of the whole prompt, if it can be built now, without consuming anything.
     pub fn prompt_len(&self) -> Option<usize> {
         let prefix = self.prefix.as_ref()?.len();
+        if let Some(icl) = &self.icl {
+            // Streaming ICL pairs the first `n` text tokens (reference transcript first) with
+            // the `n` codec rows, so it starts once `n` tokens are known or the text is whole.
+            let n = icl.codec.len();
+            let whole = self.text_done && self.text_tokens > 0;
+            return match self.mode {
+                TextMode::Streaming if self.text.len() >= n || whole => Some(prefix + n),
+                TextMode::NonStreaming if whole => Some(prefix + self.text.len() + 1 + n),
+                _ => None,
+            };
+        }
         match self.mode {
             TextMode::Streaming if !self.text.is_empty() => Some(prefix + 1),
             TextMode::NonStreaming if self.text_done && !self.text.is_empty() => {
@@ -144,6 +184,19 @@ impl Session {
         if !self.prefilled {
             let Some(_) = self.prompt_len() else { return Ok(NextInput::Wait) };
             let mut rows = self.prefix.take().unwrap_or_default();
+            if let Some(icl) = &self.icl {
+                let n = icl.codec.len();
+                let ids: Vec<u32> = match self.mode {
+                    TextMode::Streaming => self.text.drain(..n.min(self.text.len())).collect(),
+                    TextMode::NonStreaming => self.text.drain(..).collect(),
+                };
+                // A whole text shorter than the reference frames ends (tts_eos) in the prompt.
+                if self.mode == TextMode::Streaming && ids.len() < n {
+                    self.eos_read = true;
+                }
+                rows.extend(icl_rows(cfg, self.mode, &ids, &icl.codec).0);
+                return Ok(NextInput::Prompt(rows));
+            }
             let ids: Vec<u32> = match self.mode {
                 TextMode::Streaming => self.text.pop_front().into_iter().collect(),
                 TextMode::NonStreaming => self.text.drain(..).collect(),

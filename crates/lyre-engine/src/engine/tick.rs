@@ -1,6 +1,7 @@
 //! One tick: pick the sessions that have input, upload their row and session descriptors,
 //! replay the plan in one compute pass, read back the codes, and turn them into frames.
 
+use super::reference::Prime;
 use super::session::NextInput;
 use super::tick_plan::ROW_DESC_BYTES;
 use super::{Engine, FinishReason, Frame, FrameLogits, StepOutput};
@@ -16,6 +17,10 @@ struct TickInput {
     rows: Vec<[u32; 4]>,
     extra: Vec<f32>,
     sessions: Vec<SessionDesc>,
+    /// `sessions` with the decoder's frame index as `gen_index`.
+    decoder_sessions: Vec<SessionDesc>,
+    /// Decoder slots to prime with reference frames before this tick: (slot, frames).
+    primes: Vec<(u32, Vec<[u16; 16]>)>,
     /// (session id, rows fed, whether this is its prefill)
     members: Vec<(u64, u32, bool)>,
 }
@@ -94,7 +99,14 @@ fn gather(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<TickInpu
             }
         }
         let fed = t.rows.len() as u32 - first_row;
-        t.sessions.push(SessionDesc::new(s.slot, t.rows.len() as u32 - 1, s.gen_index, &s.sampling));
+        let desc = SessionDesc::new(s.slot, t.rows.len() as u32 - 1, s.gen_index, &s.sampling);
+        t.sessions.push(desc);
+        t.decoder_sessions.push(SessionDesc { gen_index: s.decoder_frame(), ..desc });
+        if prefill {
+            if let Some(codes) = s.take_prime() {
+                t.primes.push((s.slot, codes));
+            }
+        }
         t.members.push((s.id, fed, prefill));
     }
     Ok(t)
@@ -109,6 +121,7 @@ fn submit(engine: &mut Engine, t: &TickInput) -> Result<(Vec<u32>, Vec<f32>)> {
     q.write_buffer(&plan.counts, 0, bytemuck::cast_slice(&counts.as_array()));
     q.write_buffer(&plan.row_desc, 0, bytemuck::cast_slice(&t.rows));
     q.write_buffer(&plan.sessions, 0, bytemuck::cast_slice(&t.sessions));
+    q.write_buffer(&plan.decoder_sessions, 0, bytemuck::cast_slice(&t.decoder_sessions));
     if !t.extra.is_empty() {
         q.write_buffer(&plan.extra, 0, bytemuck::cast_slice(&t.extra));
     }
@@ -127,6 +140,8 @@ fn submit(engine: &mut Engine, t: &TickInput) -> Result<(Vec<u32>, Vec<f32>)> {
     debug_assert_eq!(std::mem::size_of::<[u32; 4]>(), ROW_DESC_BYTES);
     let mut encoder =
         gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("tick") });
+    let primes: Vec<Prime> = t.primes.iter().map(|(slot, codes)| Prime { slot: *slot, codes }).collect();
+    engine.reference.record_primes(gpu, &mut encoder, &primes);
     {
         let mut pass = encoder
             .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("tick"), timestamp_writes: None });

@@ -43,6 +43,9 @@ pub struct TickPlan {
     pub counts: wgpu::Buffer,
     pub row_desc: wgpu::Buffer,
     pub sessions: wgpu::Buffer,
+    /// The sessions as the codec decoder sees them: `gen_index` is the decoder's frame index,
+    /// which runs ahead of the sampler's by the reference frames of an ICL session.
+    pub decoder_sessions: wgpu::Buffer,
     pub extra: wgpu::Buffer,
     pub codes: wgpu::Buffer,
     pub history: wgpu::Buffer,
@@ -105,6 +108,8 @@ impl TickPlan {
         let scratch = z("scratch", 16)?;
         let row_desc = z("row_desc", rows * ROW_DESC_BYTES)?;
         let sessions = z("sessions", ms * std::mem::size_of::<crate::sampling::SessionDesc>())?;
+        let decoder_sessions =
+            z("decoder_sessions", ms * std::mem::size_of::<crate::sampling::SessionDesc>())?;
         let extra = z("extra", rows * h * 4)?;
         let text_emb = z("text_emb", rows * talker.text_hidden * 4)?;
         let text_h = z("text_h", rows * talker.text_hidden * 4)?;
@@ -271,7 +276,7 @@ impl TickPlan {
 
         let code_predictor_end = d.len();
         // 6. The codec decoder: one frame of audio per session.
-        d.extend(decoder.build_frame(&env, &codes, &sessions)?);
+        d.extend(decoder.build_frame(&env, &codes, &decoder_sessions)?);
 
         let pcm_offset = (ms * 16 * 4).next_multiple_of(256) as u64;
         let readback =
@@ -284,6 +289,7 @@ impl TickPlan {
             counts,
             row_desc,
             sessions,
+            decoder_sessions,
             extra,
             codes,
             history,

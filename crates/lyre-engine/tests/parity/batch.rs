@@ -45,6 +45,51 @@ fn batched_sessions_equal_solo_runs() {
     }
 }
 
+/// Voice cloning in a batch: both ICL cases and the x-vector case started together step
+/// together and each gets its solo codes and audio (the ICL decoder slots were primed with
+/// their reference frames while the x-vector slot was not).
+#[test]
+fn batched_cloned_voices_equal_solo_runs() {
+    let names =
+        ["e2e_base_icl_stream_english", "e2e_base_xvec_stream_english", "e2e_base_icl_nonstream_auto"];
+    let mut solo_engine = engine("tiny-base", 3);
+    let solo: Vec<_> = names
+        .iter()
+        .map(|c| {
+            let req = case_request("tiny-base", c, &solo_engine).unwrap();
+            run_alone(&mut solo_engine, req)
+        })
+        .collect();
+    let mut engine = engine("tiny-base", 3);
+    let ids: Vec<u64> = names
+        .iter()
+        .map(|c| {
+            let req = case_request("tiny-base", c, &engine).unwrap();
+            engine.start(req).unwrap()
+        })
+        .collect();
+    let mut got = vec![(Vec::new(), Vec::new()); 3];
+    let mut max_batch = 0;
+    while engine.live_sessions() > 0 {
+        let outs = engine.step().unwrap();
+        max_batch = max_batch.max(outs.len());
+        for o in outs {
+            let i = ids.iter().position(|&id| id == o.id).unwrap();
+            if let Some(f) = o.frame {
+                got[i].0.push(f.codes);
+                got[i].1.extend(f.pcm);
+            }
+        }
+    }
+    assert_eq!(max_batch, 3, "all three stepped together");
+    for (i, name) in names.iter().enumerate() {
+        assert!(!got[i].0.is_empty());
+        assert_eq!(got[i].0, solo[i].codes, "{name}: batched codes equal solo codes");
+        let d = got[i].1.iter().zip(&solo[i].pcm).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+        assert!(d <= 1e-5, "{name}: batched audio differs from solo by {d}");
+    }
+}
+
 /// A slot reused by a later session starts from clean decoder state: the same request twice
 /// on one engine gives the same audio, alone or beside others.
 #[test]

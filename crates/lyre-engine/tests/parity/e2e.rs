@@ -37,7 +37,26 @@ pub fn run_alone(engine: &mut Engine, req: SessionRequest) -> Run {
 }
 
 fn ref_codes(r: &Refs) -> Vec<[u16; 16]> {
-    r.i64("codes").chunks(16).map(|c| std::array::from_fn(|i| c[i] as u16)).collect()
+    frames(&r.i64("codes"))
+}
+
+/// The frames whose codes must match exactly: all of them, unless a greedy choice with a
+/// stored top-2 margin ≤ 1e-4 (a near tie, which float rounding may flip) differs; then the
+/// frames before it, and the run is compared up to there.
+fn exact_frames(case: &str, r: &Refs, got: &[[u16; 16]], want: &[[u16; 16]]) -> usize {
+    let (tg, cg) = (r.f32("talker_top2_gaps"), r.f32("cp_top2_gaps"));
+    for (f, (a, b)) in got.iter().zip(want).enumerate() {
+        if a == b {
+            continue;
+        }
+        let k = (0..16).find(|&k| a[k] != b[k]).unwrap();
+        let gap = if k == 0 { tg[f] } else { cg[f * 15 + k - 1] };
+        assert!(gap <= 1e-4, "{case}: frame {f} codebook {k}: {} != {} (margin {gap})", a[k], b[k]);
+        println!("{case}: frame {f} codebook {k} is a near tie (margin {gap:.2e}); compared up to it");
+        return f;
+    }
+    assert_eq!(got.len(), want.len(), "{case}: frames");
+    got.len()
 }
 
 fn check_case(fixture_name: &str, case: &str) -> bool {
@@ -46,22 +65,32 @@ fn check_case(fixture_name: &str, case: &str) -> bool {
     let r = Refs::open(fixture_name, case);
     let Run { codes, pcm, talker, code_predictor: cp, reason } = run_alone(&mut engine, req);
     let want = ref_codes(&r);
-    assert_eq!(codes, want, "{case}: greedy codes");
+    let n = exact_frames(case, &r, &codes, &want);
     let hit_eos = meta(fixture_name, case)["hit_eos"] == true;
-    assert_eq!(reason, if hit_eos { FinishReason::Eos } else { FinishReason::MaxFrames }, "{case}");
+    if n == want.len() {
+        assert_eq!(reason, if hit_eos { FinishReason::Eos } else { FinishReason::MaxFrames }, "{case}");
+    }
     // With a frame limit the reference samples one more first code (never emitted) than we
     // run; compare the steps both ran.
-    let talker: Vec<f32> = talker.into_iter().flatten().collect();
+    let steps = if n == want.len() { talker.len() } else { n + 1 };
+    let talker: Vec<f32> = talker.into_iter().take(steps).flatten().collect();
     let want = r.f32("talker_logits");
-    assert!(want.len() - talker.len() <= if hit_eos { 0 } else { 3072 });
+    if n == codes.len() {
+        assert!(want.len() - talker.len() <= if hit_eos { 0 } else { 3072 });
+    }
     assert_matches(&format!("{case} talker logits"), &talker, &want[..talker.len()], 0.99999, 1e-4);
-    let cp: Vec<f32> = cp.into_iter().flatten().collect();
-    assert_matches(&format!("{case} code-predictor logits"), &cp, &r.f32("cp_logits"), 0.99999, 1e-4);
-    // The engine's streamed audio is the reference waveform (the decoder runs in the same tick).
+    let cp: Vec<f32> = cp.into_iter().take(n * 15).flatten().collect();
+    let want = r.f32("cp_logits");
+    assert_matches(&format!("{case} code-predictor logits"), &cp, &want[..cp.len()], 0.99999, 1e-4);
+    // The engine's streamed audio is the reference waveform (the decoder runs in the same tick;
+    // for ICL, after the reference frames primed it).
     let wav = r.f32("wav");
-    let d = pcm.iter().zip(&wav).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
-    println!("{case} waveform: max|Δ| {d:.3e}");
-    assert_eq!(pcm.len(), wav.len(), "{case}: samples");
+    if n == codes.len() {
+        assert_eq!(pcm.len(), wav.len(), "{case}: samples");
+    }
+    let m = n * 1920;
+    let d = pcm[..m].iter().zip(&wav[..m]).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+    println!("{case} waveform: max|Δ| {d:.3e} over {m} samples");
     assert!(d <= 1e-4, "{case}: waveform max|Δ| {d}");
     true
 }
@@ -86,4 +115,24 @@ fn vivian_stops_at_eos_after_eight_frames() {
 #[test]
 fn base_x_vector_case_matches_reference() {
     assert!(check_case("tiny-base", "e2e_base_xvec_stream_english"));
+}
+
+#[test]
+fn base_icl_streaming_case_matches_reference() {
+    assert!(check_case("tiny-base", "e2e_base_icl_stream_english"));
+}
+
+#[test]
+fn base_icl_non_streaming_case_matches_reference() {
+    assert!(check_case("tiny-base", "e2e_base_icl_nonstream_auto"));
+}
+
+#[test]
+fn every_base_case_is_checked() {
+    let mut cases = e2e_cases("tiny-base");
+    cases.sort();
+    assert_eq!(
+        cases,
+        ["e2e_base_icl_nonstream_auto", "e2e_base_icl_stream_english", "e2e_base_xvec_stream_english"]
+    );
 }

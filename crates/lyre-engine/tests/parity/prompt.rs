@@ -32,7 +32,7 @@ fn check_prompts(fixture_name: &str) -> usize {
 #[test]
 fn prompt_embeddings_match_every_case() {
     assert_eq!(check_prompts("tiny-custom-voice"), 5, "all five CustomVoice cases");
-    assert_eq!(check_prompts("tiny-base"), 1, "the x-vector Base case");
+    assert_eq!(check_prompts("tiny-base"), 3, "the x-vector and both ICL Base cases");
 }
 
 #[test]
@@ -46,4 +46,16 @@ fn text_projection_matches_reference() {
         .collect();
     let got = engine.probe_input_rows(&rows).unwrap();
     assert_matches("text_projection", &got, &r.f32("text_proj"), 0.99999, 1e-4);
+}
+
+/// The reference transcript tokenizes to the stored `ref_ids` (the template's full ids).
+#[test]
+fn icl_reference_text_ids_match_reference() {
+    let engine = engine("tiny-base", 1);
+    for case in ["e2e_base_icl_stream_english", "e2e_base_icl_nonstream_auto"] {
+        let r = Refs::open("tiny-base", case);
+        let text = meta("tiny-base", case)["ref_text"].as_str().unwrap().to_string();
+        let ids = engine.model().tokenizer.ref_text_ids(&text).unwrap();
+        assert_eq!(ids, r.u32("ref_ids"), "{case}");
+    }
 }

@@ -105,18 +105,23 @@ pub fn assert_matches(what: &str, got: &[f32], want: &[f32], min_cos: f64, rel_t
     max_d
 }
 
-/// The session request that reproduces one greedy `e2e_*` reference case, or `None` for the
-/// in-context-learning (ICL) voice-cloning cases, which need reference codes.
+/// The session request that reproduces one greedy `e2e_*` reference case. Cloned voices take
+/// the case's stored encoder outputs (`ref_spk_embedding`, and `ref_code` with the meta's
+/// `ref_text` for the in-context-learning cases), so no encoder runs here.
 pub fn case_request(fixture_name: &str, case: &str, engine: &Engine) -> Option<lyre_engine::SessionRequest> {
-    use lyre_engine::prompt::{TextMode, VoiceSpec};
+    use lyre_engine::prompt::{TextMode, VoiceReference, VoiceSpec};
     use lyre_engine::sampling::SamplingParams;
     let m = meta(fixture_name, case);
-    if m["mode"] == "icl" {
-        return None;
-    }
     let refs = Refs::open(fixture_name, case);
     let voice = match m["speaker"].as_str() {
         Some(s) => VoiceSpec::Speaker(s.to_string()),
+        None if m["mode"] == "icl" => VoiceSpec::Icl {
+            x_vector: refs.f32("ref_spk_embedding"),
+            reference: VoiceReference {
+                text: m["ref_text"].as_str().unwrap().to_string(),
+                codes: frames(&refs.i64("ref_code")),
+            },
+        },
         None if refs.has("ref_spk_embedding") => VoiceSpec::Vector(refs.f32("ref_spk_embedding")),
         None => VoiceSpec::None,
     };
@@ -133,4 +138,9 @@ pub fn case_request(fixture_name: &str, case: &str, engine: &Engine) -> Option<l
         sampling,
         max_frames: g["max_new_tokens"].as_u64().unwrap() as u32 - 1,
     })
+}
+
+/// Rows of 16 codes.
+pub fn frames(codes: &[i64]) -> Vec<[u16; 16]> {
+    codes.chunks(16).map(|c| std::array::from_fn(|i| c[i] as u16)).collect()
 }

@@ -19,6 +19,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// (Parsed once per process, so the large `synth` arguments are not boxed.)
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the HTTP and WebSocket API (on a built-in demo model when no checkpoint is given).

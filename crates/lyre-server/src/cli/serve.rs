@@ -18,6 +18,7 @@ use crate::config::ServerConfig;
 use crate::http::{router, AppState, KeyRegistry};
 use crate::model_source::ModelSource;
 use crate::scheduler::{spawn_worker, Shared, WorkerOptions};
+use crate::voices::{Encoders, VoiceStore};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -87,6 +88,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             debug_fail_tick: debug_fail_tick()?,
         },
     );
+    let voices = Arc::new(VoiceStore::open(std::path::Path::new(&cfg.voices.dir), cfg.voices.max_voices)?);
+    let encoders = Arc::new(Encoders::new(model.clone()));
     let state = AppState {
         scheduler: scheduler.clone(),
         model,
@@ -94,6 +97,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         metrics,
         keys: Arc::new(KeyRegistry::new(&cfg.auth.api_keys, cfg.auth.max_sessions_per_key)),
         demo: source.is_demo(),
+        voices,
+        encoders,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(serve(state, &cfg))?;

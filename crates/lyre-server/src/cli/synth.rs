@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use lyre_engine::checkpoint::config::ModelType;
 use lyre_engine::checkpoint::ModelDir;
 use lyre_engine::codec::StandaloneDecoder;
 use lyre_engine::gpu::{GpuContext, GpuOptions};
@@ -14,6 +15,9 @@ use lyre_engine::policy::{check_voice_and_instruct, default_max_frames};
 use lyre_engine::prompt::{TextMode, VoiceSpec};
 use lyre_engine::sampling::{SamplingOverrides, SamplingParams};
 use lyre_engine::{Engine, EngineOptions, FinishReason, SessionRequest, TextInput};
+
+use crate::config::ServerConfig;
+use crate::voices::{Encoders, VoiceStore};
 
 #[derive(Debug, Args)]
 pub struct SynthArgs {
@@ -23,9 +27,24 @@ pub struct SynthArgs {
     /// The text to speak (not needed with --codes-in).
     #[arg(long, required_unless_present = "codes_in")]
     pub text: Option<String>,
-    /// Preset speaker (CustomVoice models).
+    /// Preset speaker (CustomVoice models) or stored cloned voice (Base models, see
+    /// --voices-dir).
     #[arg(long)]
     pub voice: Option<String>,
+    /// Clone the voice of this clip (Base models): WAV (16-bit or 32-bit float), FLAC, MP3 or
+    /// Ogg, any sample rate.
+    #[arg(long, conflicts_with = "voice")]
+    pub ref_audio: Option<PathBuf>,
+    /// The transcript of --ref-audio: in-context cloning (ICL) when given, x-vector only when not.
+    #[arg(long, requires = "ref_audio")]
+    pub ref_text: Option<String>,
+    /// Where the server stores cloned voices, for --voice on a Base model. Default: the
+    /// `voices.dir` of --config (or LYRE_CONFIG) with LYRE_* overrides, as `lyre serve` reads it.
+    #[arg(long)]
+    pub voices_dir: Option<PathBuf>,
+    /// The server's TOML config, read only for `voices.dir` when --voices-dir is not given.
+    #[arg(long, env = "LYRE_CONFIG")]
+    pub config: Option<PathBuf>,
     /// `auto` or a language the model knows.
     #[arg(long, default_value = "auto")]
     pub language: String,
@@ -61,7 +80,7 @@ pub struct SynthArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Decode these codes ({"codes": [[16 ints], ...]}) instead of running the talker.
-    #[arg(long, conflicts_with_all = ["text", "voice", "instruct", "codes_out"])]
+    #[arg(long, conflicts_with_all = ["text", "voice", "instruct", "codes_out", "ref_audio"])]
     pub codes_in: Option<PathBuf>,
 }
 
@@ -74,10 +93,7 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
         return decode_codes(&model, codes_in, args.out.as_deref());
     }
     let text = args.text.clone().unwrap_or_default();
-    let voice = match &args.voice {
-        Some(v) => VoiceSpec::Speaker(v.clone()),
-        None => VoiceSpec::None,
-    };
+    let voice = voice(&args, &model)?;
     check_voice_and_instruct(&model.config, &voice, args.instruct.as_deref())?;
     let sampling = sampling(&args, &model);
     sampling.validate()?;
@@ -85,7 +101,8 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
     let max_frames = args.max_frames.unwrap_or_else(|| default_max_frames(text_tokens, &model.generation));
     let gpu = Arc::new(GpuContext::new(&GpuOptions::from_env())?);
     eprintln!("{} on {} ({:?})", model.describe(), gpu.info.name, gpu.info.backend);
-    let prompt_budget = text_tokens + 64 + args.instruct.as_ref().map_or(0, |s| s.len());
+    let reference = voice.reference().map_or(0, |r| r.codes.len() + r.text.len());
+    let prompt_budget = text_tokens + 64 + args.instruct.as_ref().map_or(0, |s| s.len()) + reference;
     let opts = EngineOptions {
         max_sessions: 1,
         max_positions: prompt_budget + max_frames as usize + 2,
@@ -116,6 +133,51 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
     }
     eprintln!("{} frames ({:.2} s of audio), finished: {reason:?}", codes.len(), codes.len() as f64 * 0.08);
     Ok(())
+}
+
+/// `--ref-audio` (run the encoders), `--voice` (a stored voice on a Base model, else a preset
+/// speaker), or none.
+fn voice(args: &SynthArgs, model: &Arc<ModelDir>) -> anyhow::Result<VoiceSpec> {
+    if let Some(path) = &args.ref_audio {
+        if let Some(f) = Encoders::refusal(model) {
+            bail!("--ref-audio: {}", f.message);
+        }
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let text = args.ref_text.as_deref().map(str::trim).filter(|t| !t.is_empty());
+        let cloned = Encoders::new(model.clone())
+            .clone_voice(&bytes, text)
+            .with_context(|| format!("--ref-audio {}", path.display()))?;
+        eprintln!(
+            "cloned the voice of {} ({:.2} s, {})",
+            path.display(),
+            cloned.seconds,
+            if cloned.reference.is_some() { "in-context" } else { "x-vector only" }
+        );
+        return Ok(match cloned.reference {
+            Some(reference) => VoiceSpec::Icl { x_vector: cloned.x_vector, reference },
+            None => VoiceSpec::Vector(cloned.x_vector),
+        });
+    }
+    match (&args.voice, model.config.tts_model_type) {
+        (Some(name), ModelType::Base) => {
+            let dir = match &args.voices_dir {
+                Some(d) => d.clone(),
+                None => PathBuf::from(
+                    ServerConfig::load(args.config.as_deref(), std::env::vars())
+                        .context("reading voices.dir from the config (or pass --voices-dir)")?
+                        .voices
+                        .dir,
+                ),
+            };
+            let store = VoiceStore::open(&dir, usize::MAX)?;
+            let stored = store.get(name.trim()).with_context(|| {
+                format!("--voice: no stored voice `{name}` in {} (see --voices-dir)", dir.display())
+            })?;
+            stored.voice_spec(&model.config, "voice").map_err(|f| anyhow::anyhow!("--voice: {}", f.message))
+        }
+        (Some(v), _) => Ok(VoiceSpec::Speaker(v.clone())),
+        (None, _) => Ok(VoiceSpec::None),
+    }
 }
 
 fn sampling(args: &SynthArgs, model: &ModelDir) -> SamplingParams {

@@ -11,6 +11,7 @@ use lyre_engine::checkpoint::config::ModelType;
 use super::error::ApiError;
 use super::AppState;
 use crate::errors::Failure;
+use crate::voices::{Encoders, ModelStamp};
 
 pub const DEMO_NOTE: &str = "built-in demo model with random weights: it speaks noise; start the server \
                              with --model-dir or --model to load a real Qwen3-TTS checkpoint";
@@ -26,7 +27,7 @@ pub fn model_id(state: &AppState) -> String {
 pub async fn voices(State(state): State<AppState>) -> Json<serde_json::Value> {
     let cfg = &state.model.config;
     let t = &cfg.talker_config;
-    let voices: Vec<serde_json::Value> = t
+    let mut voices: Vec<serde_json::Value> = t
         .spk_id
         .keys()
         .map(|name| {
@@ -34,12 +35,16 @@ pub async fn voices(State(state): State<AppState>) -> Json<serde_json::Value> {
             serde_json::json!({ "name": name, "kind": "preset", "dialect": dialect })
         })
         .collect();
+    let here = ModelStamp::of(cfg);
+    voices.extend(state.voices.list().iter().map(|v| super::voices::describe(v, v.model == here)));
     Json(serde_json::json!({
         "model": model_id(&state),
         "model_type": cfg.tts_model_type.as_str(),
         "voices": voices,
         "languages": lyre_engine::prompt::languages(cfg),
         "instruct": instruct_support(&state),
+        "cloning": Encoders::refusal(&state.model).is_none(),
+        "max_upload_bytes": state.config.voices.max_upload_bytes,
     }))
 }
 

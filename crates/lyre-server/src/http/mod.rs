@@ -8,12 +8,14 @@ mod page;
 mod request;
 mod stream;
 mod tts;
+mod voices;
 mod ws;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::routing::{get, post};
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{delete, get, post};
 use axum::Router;
 use lyre_engine::checkpoint::ModelDir;
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -27,6 +29,7 @@ pub use tts::parse_request as parse_tts_request;
 
 use crate::config::ServerConfig;
 use crate::scheduler::Scheduler;
+use crate::voices::{Encoders, VoiceStore};
 
 /// Everything the handlers share.
 #[derive(Clone)]
@@ -38,11 +41,15 @@ pub struct AppState {
     pub keys: Arc<KeyRegistry>,
     /// True for the built-in demo model, which speaks noise.
     pub demo: bool,
+    /// Stored cloned voices.
+    pub voices: Arc<VoiceStore>,
+    /// The Base model's speaker and speech encoders (loaded on first use).
+    pub encoders: Arc<Encoders>,
 }
 
 impl AppState {
     pub fn validator(&self) -> Validator<'_> {
-        Validator { model: &self.model, limits: &self.config.limits }
+        Validator { model: &self.model, limits: &self.config.limits, voices: Some(&self.voices) }
     }
 }
 
@@ -53,7 +60,13 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/tts", post(tts::handle))
         .route("/v1/audio/speech", post(openai::handle))
         .route("/v1/tts/stream", get(ws::handle))
-        .route("/v1/voices", get(info::voices))
+        .route(
+            "/v1/voices",
+            get(info::voices)
+                .post(voices::create)
+                .layer(DefaultBodyLimit::max(state.config.voices.max_upload_bytes)),
+        )
+        .route("/v1/voices/{name}", delete(voices::remove))
         .route("/v1/models", get(info::models))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_key));
     let open = page::routes()

@@ -1,6 +1,7 @@
 //! The synthesis fields shared by every endpoint, and their validation into an engine
 //! [`SessionRequest`]. Errors name the field.
 
+use lyre_engine::checkpoint::config::{ModelConfig, ModelType};
 use lyre_engine::checkpoint::ModelDir;
 use lyre_engine::policy::{check_voice_and_instruct, default_max_frames};
 use lyre_engine::prompt::{prefix_rows, PromptSpec, TextMode, VoiceSpec};
@@ -10,6 +11,7 @@ use serde::Deserialize;
 
 use crate::config::LimitsSection;
 use crate::errors::Failure;
+use crate::voices::VoiceStore;
 
 /// Voice, language, style and sampling, as every endpoint accepts them.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -36,6 +38,8 @@ pub struct SynthesisFields {
 pub struct Validator<'a> {
     pub model: &'a ModelDir,
     pub limits: &'a LimitsSection,
+    /// Stored cloned voices, usable by name (Base models).
+    pub voices: Option<&'a VoiceStore>,
 }
 
 impl Validator<'_> {
@@ -68,14 +72,26 @@ impl Validator<'_> {
         text: Option<&str>,
         default_mode: TextMode,
     ) -> Result<SessionRequest, Failure> {
+        self.build_with_voice(fields, text, default_mode, None)
+    }
+
+    /// [`Validator::build`] with a voice cloned from inline reference audio (WebSocket
+    /// `ref_audio`), which takes the place of `voice`.
+    pub fn build_with_voice(
+        &self,
+        fields: &SynthesisFields,
+        text: Option<&str>,
+        default_mode: TextMode,
+        inline: Option<VoiceSpec>,
+    ) -> Result<SessionRequest, Failure> {
         let cfg = &self.model.config;
         let tokens = match text {
             Some(t) => self.check_text(t, "text")?,
             None => self.limits.max_text_chars,
         };
-        let voice = match &fields.voice {
-            Some(v) if !v.trim().is_empty() => VoiceSpec::Speaker(v.trim().to_string()),
-            _ => VoiceSpec::None,
+        let voice = match inline {
+            Some(v) => v,
+            None => self.resolve_voice(fields.voice.as_deref())?,
         };
         let instruct = fields.instruct.clone().filter(|s| !s.trim().is_empty());
         if let Some(i) = &instruct {
@@ -86,9 +102,7 @@ impl Validator<'_> {
                 return Err(Failure::new(413, "text_too_long", "instruct is too long").with_field("instruct"));
             }
         }
-        if matches!(voice, VoiceSpec::None)
-            && cfg.tts_model_type == lyre_engine::checkpoint::config::ModelType::CustomVoice
-        {
+        if matches!(voice, VoiceSpec::None) && cfg.tts_model_type == ModelType::CustomVoice {
             let valid = lyre_engine::prompt::speakers(cfg).join(", ");
             return Err(Failure::new(400, "unknown_voice", format!("give a voice; this model has: {valid}"))
                 .with_field("voice"));
@@ -132,6 +146,46 @@ impl Validator<'_> {
         })
     }
 
+    /// A preset speaker (CustomVoice), a stored cloned voice (Base), or no voice.
+    pub fn resolve_voice(&self, name: Option<&str>) -> Result<VoiceSpec, Failure> {
+        let cfg = &self.model.config;
+        let name = name.map(str::trim).filter(|n| !n.is_empty());
+        let stored = name.and_then(|n| self.voices.and_then(|s| s.get(n)));
+        match cfg.tts_model_type {
+            ModelType::Base => {
+                let Some(name) = name else {
+                    return Err(Failure::invalid(
+                        "voice",
+                        "a Base model clones a voice: upload one with POST /v1/voices and give its name, \
+                         or send `ref_audio` in a WebSocket `start`",
+                    ));
+                };
+                match stored {
+                    Some(v) => v.voice_spec(cfg, "voice"),
+                    None => {
+                        let known: Vec<String> = self
+                            .voices
+                            .map(|s| s.list().iter().map(|v| v.name.clone()).collect())
+                            .unwrap_or_default();
+                        let list = if known.is_empty() { "none yet".to_string() } else { known.join(", ") };
+                        Err(Failure::new(
+                            400,
+                            "unknown_voice",
+                            format!("no stored voice `{name}`; stored voices: {list}"),
+                        )
+                        .with_field("voice"))
+                    }
+                }
+            }
+            _ => match (name, stored) {
+                // A cloned voice named on a model without cloning says why it cannot be used.
+                (Some(_), Some(v)) if !prompt_speaker_exists(cfg, &v.name) => v.voice_spec(cfg, "voice"),
+                (Some(n), _) => Ok(VoiceSpec::Speaker(n.to_string())),
+                (None, _) => Ok(VoiceSpec::None),
+            },
+        }
+    }
+
     fn sampling(&self, f: &SynthesisFields) -> Result<SamplingParams, Failure> {
         let seed = f.seed.unwrap_or_else(rand::random);
         let overrides = SamplingOverrides {
@@ -147,4 +201,8 @@ impl Validator<'_> {
         s.validate().map_err(|e| Failure::from(&e))?;
         Ok(s)
     }
+}
+
+fn prompt_speaker_exists(cfg: &ModelConfig, name: &str) -> bool {
+    cfg.talker_config.spk_id.contains_key(&name.to_lowercase())
 }

@@ -7,17 +7,20 @@ use std::time::{Duration, Instant};
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
 use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
-use lyre_engine::prompt::TextMode;
+use lyre_engine::prompt::{TextMode, VoiceSpec};
 
 use super::auth::{KeyId, KeySlot};
 use super::error::ApiError;
+use super::voices::{check_reference_fits, check_transcript};
 use super::AppState;
 use crate::audio::{stream_encoder, AudioFormat, FrameEncoder, PcmStream, SAMPLE_RATE};
 use crate::errors::Failure;
 use crate::protocol::{parse_client_message, ClientMessage, ServerMessage, StartMessage};
 use crate::scheduler::{SessionEvent, SessionHandle};
+use crate::voices::Encoders;
 
 pub async fn handle(State(state): State<AppState>, ws: WebSocketUpgrade, req: Request) -> Response {
     // Refused before the upgrade, so a load balancer can still send the client elsewhere.
@@ -107,7 +110,7 @@ impl Connection {
             Err(f) => return self.reply(sink, &ServerMessage::error(&f)).await,
         };
         let result = match parsed {
-            ClientMessage::Start(start) => self.start(start),
+            ClientMessage::Start(start) => self.start(start).await,
             ClientMessage::Text { text } => self.append(text),
             ClientMessage::End {} => self.end(),
             ClientMessage::Cancel {} => {
@@ -134,7 +137,7 @@ impl Connection {
         self.window_count <= self.state.config.limits.max_ws_messages_per_second
     }
 
-    fn start(&mut self, start: StartMessage) -> Result<(), Failure> {
+    async fn start(&mut self, mut start: StartMessage) -> Result<(), Failure> {
         if self.session.is_some() {
             return Err(Failure::new(409, "session_active", "a session is already running on this socket"));
         }
@@ -145,7 +148,9 @@ impl Connection {
                 return Err(Failure::invalid("format", format!("`{other}` is not `pcm16` or `opus`")))
             }
         };
-        let request = self.state.validator().build(&start.fields(), None, TextMode::Streaming)?;
+        let inline = inline_voice(self.state.clone(), &mut start).await?;
+        let request =
+            self.state.validator().build_with_voice(&start.fields(), None, TextMode::Streaming, inline)?;
         let encoder = match format {
             "opus" => Some(
                 stream_encoder(AudioFormat::Opus, SAMPLE_RATE)
@@ -306,4 +311,31 @@ async fn send(sink: &mut Sink, msg: &ServerMessage) -> bool {
 
 fn no_session() -> Failure {
     Failure::new(409, "no_session", "send a `start` message first")
+}
+
+/// The voice of a `start` that carries `ref_audio` (one-off cloning; nothing is stored).
+async fn inline_voice(state: AppState, start: &mut StartMessage) -> Result<Option<VoiceSpec>, Failure> {
+    let Some(b64) = start.ref_audio.take() else {
+        if start.ref_text.is_some() {
+            return Err(Failure::invalid("ref_text", "needs `ref_audio`"));
+        }
+        return Ok(None);
+    };
+    if let Some(f) = Encoders::refusal(&state.model) {
+        return Err(f.with_field("ref_audio"));
+    }
+    if start.voice.as_deref().is_some_and(|v| !v.trim().is_empty()) {
+        return Err(Failure::invalid("ref_audio", "give either `voice` or `ref_audio`, not both"));
+    }
+    let audio = base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .map_err(|e| Failure::invalid("ref_audio", format!("not base64: {e}")))?;
+    let text = check_transcript(&state.model, &state.config.limits, start.ref_text.take(), "ref_text")?;
+    let cloned = state.encoders.clone().clone_voice_async(audio, text, "ref_audio").await?;
+    check_reference_fits(&state, cloned.reference.as_ref().map_or(0, |r| r.codes.len()))
+        .map_err(|f| f.with_field("ref_audio"))?;
+    Ok(Some(match cloned.reference {
+        Some(reference) => VoiceSpec::Icl { x_vector: cloned.x_vector, reference },
+        None => VoiceSpec::Vector(cloned.x_vector),
+    }))
 }

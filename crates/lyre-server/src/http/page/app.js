@@ -75,12 +75,15 @@ function fillVoices(info) {
   const voice = $("voice");
   const previous = voice.value;
   voice.replaceChildren(
-    ...info.voices.map((v) => {
+    ...info.voices.filter((v) => v.usable !== false).map((v) => {
       const extra = [v.dialect, v.kind !== "preset" ? v.kind : null].filter(Boolean).join(", ");
       return new Option(extra ? `${v.name} (${extra})` : v.name, v.name);
     }),
   );
-  if (!info.voices.length) voice.append(new Option("(none: describe one)", ""));
+  if (!voice.options.length) {
+    const hint = info.cloning ? "(none: upload one with POST /v1/voices)" : "(none: describe one)";
+    voice.append(new Option(hint, ""));
+  }
   if (info.voices.some((v) => v.name === previous)) voice.value = previous;
 
   const language = $("language");
