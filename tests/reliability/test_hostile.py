@@ -7,6 +7,7 @@ import asyncio
 import itertools
 import json
 import random
+import socket
 
 import httpx
 import websockets
@@ -17,6 +18,15 @@ SAMPLING = ["temperature", "top_k", "top_p", "repetition_penalty", "seed", "max_
 BAD_NUMBERS = ["-1", "-0.5", "1e39", "-1e39", "1e400", "18446744073709551616", "-9223372036854775809",
                "\"NaN\"", "\"inf\"", "\"-Infinity\"", "NaN", "Infinity", "[]", "{}", "true", "\"1\"", "0x10",
                "1e-400", "-0", "00", "1.", ".5", "+1", "99999999999999999999999999999999"]
+
+
+def still_a_request(body):
+    """A mutation that left a valid request (e.g. a changed letter inside the text)."""
+    try:
+        v = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(v, dict) and isinstance(v.get("text"), str) and v.get("voice") == "ryan" and len(v) == 2
 
 
 def http_corpus(rng):
@@ -43,6 +53,8 @@ def http_corpus(rng):
         for field in ["voice", "language", "instruct", "text_mode", "greedy", "ignore_eos", "format", text_key,
                       "response_format", "stream_format", "speed", "model"]:
             for value in ["1", "[\"a\"]", "{\"a\":1}", "true" if field not in ("greedy", "ignore_eos") else "\"yes\""]:
+                if field == "speed" and value == "1":
+                    continue  # a legal speed
                 out.append((path, (ok_head + f'"{field}":{value}}}').encode()))
         # Unknown fields, missing fields, bad values.
         for k in ["bogus", "Voice", "TEXT", "__proto__", "", " ", "max-frames"]:
@@ -70,7 +82,8 @@ def http_corpus(rng):
         for _ in range(rng.randint(1, 6)):
             i = rng.randrange(len(b))
             b[i] = rng.randrange(256)
-        out.append(("/v1/tts", bytes(b)))
+        if not still_a_request(bytes(b)):
+            out.append(("/v1/tts", bytes(b)))
         out.append(("/v1/tts", bytes(rng.randrange(256) for _ in range(rng.randint(1, 80)))))
     return out
 
@@ -145,6 +158,25 @@ async def check_ws(url, sockets):
     return bad, count
 
 
+def ten_megabyte_body(url):
+    """Announces a 10 MB body and starts sending it: the server answers 413 from the headers
+    without reading the rest (a client that insisted on writing all 10 MB first would see the
+    connection reset instead, as from any server that refuses a body early)."""
+    host, port = url.replace("http://", "").split(":")
+    body_len = 10 << 20
+    with socket.create_connection((host, int(port)), timeout=60) as sock:
+        sock.sendall(f"POST /v1/tts HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n"
+                     f"content-length: {body_len}\r\n\r\n".encode() + b'{"text":"' + b"a" * 65536)
+        reply = b""
+        while b"\r\n\r\n" not in reply or not reply.rstrip().endswith(b"}"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body.decode()
+
+
 def test_a_thousand_malformed_requests_get_4xx_or_error_never_5xx():
     s = Server()
     try:
@@ -155,17 +187,16 @@ def test_a_thousand_malformed_requests_get_4xx_or_error_never_5xx():
         async def go():
             async with httpx.AsyncClient() as client:
                 http_bad = await check_http(client, s.url, corpus)
-                big = await client.post(s.url + "/v1/tts", content=b"{\"text\":\"" + b"a" * (10 << 20) + b"\"}",
-                                        timeout=120)
             ws_bad, ws_count = await check_ws(s.ws_url, sockets)
-            return http_bad, big, ws_bad, ws_count
+            return http_bad, ws_bad, ws_count
 
-        http_bad, big, ws_bad, ws_count = asyncio.run(go())
+        http_bad, ws_bad, ws_count = asyncio.run(go())
+        big_status, big_body = ten_megabyte_body(s.url)
         total = len(corpus) + 1 + ws_count
         print(f"\nmalformed corpus: {len(corpus) + 1} HTTP + {ws_count} WebSocket = {total}")
         assert total >= 1000
         assert not http_bad, http_bad[:10]
-        assert big.status_code == 413 and big.json()["error"]["code"] == "body_too_large"
+        assert big_status == 413 and json.loads(big_body)["error"]["code"] == "body_too_large", big_body
         assert not ws_bad, ws_bad[:10]
         assert "lyre_errors_total" in s.metrics()
         assert httpx.get(s.url + "/readyz").status_code == 200

@@ -77,10 +77,13 @@ def test_websocket_messages_beyond_the_size_limit_close_the_socket(keyed):
     async def go():
         async with websockets.connect(s.ws_url + "?token=" + KEY_B, subprotocols=["lyre"]) as c:
             await c.send(json.dumps({"type": "text", "text": "x" * 8000}))
+            told = json.loads(await asyncio.wait_for(c.recv(), 30))
             with pytest.raises(websockets.exceptions.ConnectionClosed) as e:
                 await asyncio.wait_for(c.recv(), 30)
-            return e.value.rcvd.code if e.value.rcvd else None
-    assert asyncio.run(go()) == 1009  # "message too big"
+            return told, e.value.rcvd.code if e.value.rcvd else None
+    told, code = asyncio.run(go())
+    assert told["type"] == "error" and told["code"] == "message_too_large", told
+    assert code == 1009  # "message too big"
     assert httpx.get(s.url + "/readyz").status_code == 200
 
 

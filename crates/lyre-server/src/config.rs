@@ -27,6 +27,8 @@ pub struct ServerSection {
     pub max_body_bytes: usize,
     pub cors_origins: Vec<String>,
     pub drain_timeout_s: u64,
+    /// Kernel send buffer per connection in bytes; 0 keeps the OS default (auto-tuned).
+    pub send_buffer_bytes: usize,
 }
 
 impl Default for ServerSection {
@@ -37,6 +39,7 @@ impl Default for ServerSection {
             max_body_bytes: 1 << 20,
             cors_origins: Vec::new(),
             drain_timeout_s: 30,
+            send_buffer_bytes: 0,
         }
     }
 }

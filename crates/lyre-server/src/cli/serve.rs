@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use axum::serve::ListenerExt;
 use clap::Args;
 use lyre_engine::checkpoint::config::ModelType;
 use lyre_engine::checkpoint::ModelDir;
@@ -117,10 +118,25 @@ async fn serve(state: AppState, cfg: &ServerConfig) -> anyhow::Result<()> {
     eprintln!("lyre listening on http://{addr}");
     let shared = state.scheduler.shared.clone();
     let drain = Duration::from_secs(cfg.server.drain_timeout_s);
+    let send_buffer = cfg.server.send_buffer_bytes;
+    let listener = listener.tap_io(move |tcp| tune_socket(tcp, send_buffer));
     axum::serve(listener, router(state))
         .with_graceful_shutdown(crate::shutdown::drained(shared, drain))
         .await?;
     Ok(())
+}
+
+/// Frames go out as soon as they are made (no Nagle delay); a configured send buffer bounds
+/// what the kernel holds for a client that stops reading.
+fn tune_socket(tcp: &mut tokio::net::TcpStream, send_buffer: usize) {
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::debug!(error = %e, "TCP_NODELAY not set");
+    }
+    if send_buffer > 0 {
+        if let Err(e) = socket2::SockRef::from(&*tcp).set_send_buffer_size(send_buffer) {
+            tracing::warn!(error = %e, send_buffer, "could not set the socket send buffer");
+        }
+    }
 }
 
 /// `LYRE_DEBUG_FAIL_TICK=N`: a debug knob for fault-injection tests (tick N fails as a GPU

@@ -50,11 +50,16 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Api
     })
 }
 
-/// Reads a request body up to `limit` bytes (413 beyond).
-pub async fn read_body(body: axum::body::Body, limit: usize) -> Result<axum::body::Bytes, ApiError> {
-    axum::body::to_bytes(body, limit).await.map_err(|_| {
-        ApiError(Failure::new(413, "body_too_large", format!("the request body exceeds {limit} bytes")))
-    })
+/// Reads a request body up to `limit` bytes (413 beyond). A body announced larger in its
+/// `content-length` is refused from the headers, before any of it is read.
+pub async fn read_body(req: axum::extract::Request, limit: usize) -> Result<axum::body::Bytes, ApiError> {
+    let too_large =
+        || ApiError(Failure::new(413, "body_too_large", format!("the request body exceeds {limit} bytes")));
+    let announced = req.headers().get(axum::http::header::CONTENT_LENGTH);
+    if announced.and_then(|v| v.to_str().ok()?.parse::<u64>().ok()).is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    axum::body::to_bytes(req.into_body(), limit).await.map_err(|_| too_large())
 }
 
 /// A JSON object body, from which an endpoint takes its own keys before the shared ones.

@@ -19,7 +19,7 @@ const UNSUPPORTED_FORMATS: &[&str] = &["aac"];
 
 pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let key = req.extensions().get::<KeyId>().copied();
-    let bytes = read_body(req.into_body(), state.config.server.max_body_bytes).await?;
+    let bytes = read_body(req, state.config.server.max_body_bytes).await?;
     let mut body = JsonObject::parse(&bytes)?;
     let model = body.require_string("model")?;
     if model.trim().is_empty() {

@@ -18,7 +18,7 @@ use lyre_engine::SessionRequest;
 
 pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let key = req.extensions().get::<KeyId>().copied();
-    let bytes = read_body(req.into_body(), state.config.server.max_body_bytes).await?;
+    let bytes = read_body(req, state.config.server.max_body_bytes).await?;
     let (request, format) = parse_request(&state.validator(), &bytes)?;
     let _slot = state.keys.acquire(key)?;
     let span = tracing::info_span!("tts", format = %format);

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
@@ -74,7 +74,8 @@ impl Connection {
             let flow = tokio::select! {
                 msg = stream.next() => match msg {
                     Some(Ok(msg)) => self.on_client(msg, &mut sink).await,
-                    _ => Flow::Close,
+                    Some(Err(e)) => unreadable(e, &mut sink).await,
+                    None => Flow::Close,
                 },
                 ev = next_event(&mut self.session) => self.on_event(ev, &mut sink).await,
                 _ = idle_check.tick() => self.check_idle(&mut sink).await,
@@ -338,4 +339,23 @@ async fn inline_voice(state: AppState, start: &mut StartMessage) -> Result<Optio
         Some(reference) => VoiceSpec::Icl { x_vector: cloned.x_vector, reference },
         None => VoiceSpec::Vector(cloned.x_vector),
     }))
+}
+
+/// A frame the socket could not read: over `limits.max_ws_message_bytes` (close code 1009) or a
+/// protocol violation (1002). The client is told why before the socket closes.
+async fn unreadable(e: axum::Error, sink: &mut Sink) -> Flow {
+    let text = e.to_string();
+    // tungstenite reports an oversize frame as a capacity error ("Message too long", "Space limit").
+    let (code, failure) = if text.contains("too long") || text.contains("Space limit") {
+        (
+            1009,
+            Failure::new(413, "message_too_large", "the message is larger than limits.max_ws_message_bytes"),
+        )
+    } else {
+        (1002, Failure::new(400, "invalid_message", format!("unreadable WebSocket frame: {text}")))
+    };
+    send(sink, &ServerMessage::error(&failure)).await;
+    let close = CloseFrame { code, reason: failure.code.into() };
+    let _ = sink.send(Message::Close(Some(close))).await;
+    Flow::Close
 }
