@@ -226,17 +226,8 @@ pub fn case_voice(name: &str, case: &str, model: &ModelDir) -> StoredVoice {
     StoredVoice::new(name, &model.config, ref_f32(case, "ref_spk_embedding"), reference, 1.0)
 }
 
-/// FNV-1a over codes as `x-lyre-codes-fnv1a` computes it.
-pub fn fnv(codes: &[[u16; 16]]) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for c in codes.iter().flatten() {
-        for b in c.to_le_bytes() {
-            hash ^= b as u64;
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    format!("{hash:016x}")
-}
+/// The `x-lyre-codes-fnv1a` fingerprint of the given codes.
+pub use lyre_server::http::codes_fingerprint as fnv;
 
 /// Raw s16le PCM as f32.
 pub fn pcm16(bytes: &[u8]) -> Vec<f32> {
