@@ -118,7 +118,13 @@ pub struct Engine {
     reference: ReferencePlan,
     talker_probe: Option<probe::TalkerProbe>,
     profiler: Option<profile::Profiler>,
+    /// Whether ticks are timed now (the profiler exists and is switched on).
+    profiling: bool,
     last_profile: Option<TickProfile>,
+    /// Submit the next tick before reading the current one (off: `LYRE_PIPELINE=0`).
+    pipeline: bool,
+    in_flight: Option<tick::InFlight>,
+    next_readback: usize,
     sessions: BTreeMap<SessionId, Session>,
     free_slots: Vec<u32>,
     next_id: SessionId,
@@ -169,8 +175,12 @@ impl Engine {
             decoder,
             reference,
             talker_probe: None,
+            profiling: profiler.is_some(),
             profiler,
             last_profile: None,
+            pipeline: !matches!(std::env::var("LYRE_PIPELINE").as_deref(), Ok("0" | "off" | "false")),
+            in_flight: None,
+            next_readback: 0,
             sessions: BTreeMap::new(),
             free_slots: (0..opts.max_sessions as u32).rev().collect(),
             next_id: 1,
@@ -382,8 +392,33 @@ impl Engine {
         self.last_profile.clone()
     }
 
-    /// True when some session could produce a frame now.
+    /// Switches GPU timing of ticks on or off (it needs `EngineOptions::profile` and an adapter
+    /// with timestamps in passes); timed ticks are not pipelined. Returns whether timing is on.
+    pub fn set_profiling(&mut self, on: bool) -> bool {
+        self.profiling = on && self.profiler.is_some();
+        self.profiling
+    }
+
+    /// Switches tick pipelining on or off (on by default unless `LYRE_PIPELINE=0`).
+    pub fn set_pipelining(&mut self, on: bool) {
+        self.pipeline = on;
+    }
+
+    fn profiling(&self) -> bool {
+        self.profiling
+    }
+
+    fn active_profiler(&self) -> Option<&profile::Profiler> {
+        self.profiler.as_ref().filter(|_| self.profiling)
+    }
+
+    /// Whether the next step overlaps CPU encoding with the GPU (see `tick::run`).
+    fn pipelined(&self) -> bool {
+        self.pipeline && !self.profiling && !self.opts.capture_logits
+    }
+
+    /// True when some session could produce a frame now, or a tick is still in flight.
     pub fn has_work(&self) -> bool {
-        self.sessions.values().any(|s| s.is_ready() || s.text_is_empty())
+        self.in_flight.is_some() || self.sessions.values().any(|s| s.is_ready() || s.text_is_empty())
     }
 }

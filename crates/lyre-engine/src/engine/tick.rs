@@ -25,23 +25,86 @@ struct TickInput {
     members: Vec<(u64, u32, bool)>,
 }
 
+/// A submitted tick whose results have not been read yet.
+pub(super) struct InFlight {
+    /// (session id, rows fed, whether this was its prefill), in the order of the results.
+    members: Vec<(u64, u32, bool)>,
+    readback: usize,
+    submission: wgpu::SubmissionIndex,
+    profiled: bool,
+    logits: bool,
+}
+
+/// One step. Pipelined, it submits the next tick before reading the one in flight, so the
+/// CPU's encoding and submission overlap the GPU's work: sessions advance at submission, and
+/// results of a speculative tick for a session that has since ended are dropped. The RNG is
+/// keyed by (seed, frame, column), so the frames are the same either way.
 pub(super) fn run(engine: &mut Engine) -> Result<Vec<StepOutput>> {
     let mut outputs = Vec::new();
-    let input = gather(engine, &mut outputs)?;
-    if input.sessions.is_empty() {
-        finish_sessions(engine, &outputs);
+    if !engine.pipelined() {
+        if let Some(t) = engine.in_flight.take() {
+            complete(engine, t, &mut outputs)?;
+        }
+        if let Some(t) = launch(engine, &mut outputs)? {
+            complete(engine, t, &mut outputs)?;
+        }
         return Ok(outputs);
     }
-    let (codes, pcm) = submit(engine, &input)?;
-    let spf = engine.decoder.samples_per_frame();
-    let logits =
-        if engine.opts.capture_logits { Some(read_logits(engine, input.sessions.len())?) } else { None };
-    let eos = engine.model.config.talker_config.codec_eos_token_id;
-    for (i, &(id, fed, _)) in input.members.iter().enumerate() {
+    let current = match engine.in_flight.take() {
+        Some(t) => t,
+        None => match launch(engine, &mut outputs)? {
+            Some(t) => t,
+            None => return Ok(outputs),
+        },
+    };
+    engine.in_flight = launch(engine, &mut outputs)?;
+    complete(engine, current, &mut outputs)?;
+    // When every session of the speculative tick has ended, nothing is left to wait for it.
+    if let Some(t) =
+        engine.in_flight.take_if(|t| t.members.iter().all(|m| !engine.sessions.contains_key(&m.0)))
+    {
+        complete(engine, t, &mut outputs)?;
+    }
+    Ok(outputs)
+}
+
+/// Gathers and submits a tick, advancing its sessions; `None` when no session has input.
+fn launch(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<Option<InFlight>> {
+    let first = outputs.len();
+    let input = gather(engine, outputs)?;
+    finish_sessions(engine, &outputs[first..]);
+    if input.sessions.is_empty() {
+        return Ok(None);
+    }
+    let readback = engine.next_readback;
+    engine.next_readback ^= 1;
+    let submission = submit(engine, &input, readback)?;
+    for &(id, fed, _) in &input.members {
         let s = engine.sessions.get_mut(&id).expect("member of this tick");
         s.prefilled = true;
         s.pos += fed;
         s.gen_index += 1;
+    }
+    let profiled = engine.profiling();
+    Ok(Some(InFlight {
+        members: input.members,
+        readback,
+        submission,
+        profiled,
+        logits: engine.opts.capture_logits,
+    }))
+}
+
+/// Waits for a submitted tick and turns its codes into frames and finishes.
+fn complete(engine: &mut Engine, t: InFlight, outputs: &mut Vec<StepOutput>) -> Result<()> {
+    let (codes, pcm) = read_results(engine, &t)?;
+    let spf = engine.decoder.samples_per_frame();
+    let logits = if t.logits { Some(read_logits(engine, t.members.len())?) } else { None };
+    let eos = engine.model.config.talker_config.codec_eos_token_id;
+    let first = outputs.len();
+    for (i, &(id, _, _)) in t.members.iter().enumerate() {
+        // Ended (finished or cancelled) after this tick was submitted: its results are moot.
+        let Some(s) = engine.sessions.get_mut(&id) else { continue };
         let row = &codes[i * 16..i * 16 + 16];
         let mut out =
             StepOutput { id, frame: None, finished: None, logits: logits.as_ref().map(|l| l[i].clone()) };
@@ -62,8 +125,8 @@ pub(super) fn run(engine: &mut Engine) -> Result<Vec<StepOutput>> {
         }
         outputs.push(out);
     }
-    finish_sessions(engine, &outputs);
-    Ok(outputs)
+    finish_sessions(engine, &outputs[first..]);
+    Ok(())
 }
 
 /// Chooses this tick's sessions (in id order, within the row budget) and builds their rows.
@@ -82,6 +145,10 @@ fn gather(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<TickInpu
             continue;
         }
         if !s.is_ready() {
+            continue;
+        }
+        // Already at its frame or position limit through a tick still in flight.
+        if s.prefilled && (s.gen_index >= s.max_frames || s.pos as usize + 1 > engine.opts.max_positions) {
             continue;
         }
         let need = if s.prefilled { 1 } else { s.prompt_len().unwrap_or(1) };
@@ -112,9 +179,9 @@ fn gather(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<TickInpu
     Ok(t)
 }
 
-/// Uploads the tick's descriptors, replays the plan and reads back `[sessions][16]` codes and
-/// `[sessions][1920]` samples in one readback.
-fn submit(engine: &mut Engine, t: &TickInput) -> Result<(Vec<u32>, Vec<f32>)> {
+/// Uploads the tick's descriptors, replays the plan and copies `[sessions][16]` codes and
+/// `[sessions][1920]` samples to readback `rb`.
+fn submit(engine: &mut Engine, t: &TickInput, rb: usize) -> Result<wgpu::SubmissionIndex> {
     let (gpu, plan) = (&engine.gpu.clone(), &engine.plan);
     let counts = RowCounts { talker_rows: t.rows.len() as u32, sessions: t.sessions.len() as u32 };
     let q = &gpu.queue;
@@ -145,26 +212,39 @@ fn submit(engine: &mut Engine, t: &TickInput) -> Result<(Vec<u32>, Vec<f32>)> {
     {
         let mut pass = encoder
             .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("tick"), timestamp_writes: None });
-        match &engine.profiler {
+        match engine.active_profiler() {
             Some(p) => p.record(&plan.dispatches, &mut pass, &counts),
             None => record_all(&plan.dispatches, &mut pass, &counts),
         }
     }
-    if let Some(p) = &engine.profiler {
+    if let Some(p) = engine.active_profiler() {
         p.resolve(&mut encoder);
     }
     let m = t.sessions.len();
     let code_bytes = (m * 16 * 4) as u64;
     let pcm_bytes = (m * engine.decoder.samples_per_frame() * 4) as u64;
-    plan.readback.copy_from_at(&mut encoder, &plan.codes, 0, code_bytes);
-    plan.readback.copy_from_at(&mut encoder, engine.decoder.pcm(), plan.pcm_offset, pcm_bytes);
-    q.submit(Some(encoder.finish()));
-    let raw = plan.readback.read(gpu, plan.pcm_offset + pcm_bytes)?;
-    let codes = bytemuck::pod_collect_to_vec(&raw[..code_bytes as usize]);
+    plan.readbacks[rb].copy_from_at(&mut encoder, &plan.codes, 0, code_bytes);
+    plan.readbacks[rb].copy_from_at(&mut encoder, engine.decoder.pcm(), plan.pcm_offset, pcm_bytes);
+    Ok(q.submit(Some(encoder.finish())))
+}
+
+/// Waits for a tick's submission and reads its codes and samples (and its GPU profile).
+fn read_results(engine: &mut Engine, t: &InFlight) -> Result<(Vec<u32>, Vec<f32>)> {
+    let m = t.members.len();
+    let code_bytes = m * 16 * 4;
+    let pcm_bytes = (m * engine.decoder.samples_per_frame() * 4) as u64;
+    let plan = &engine.plan;
+    let raw = plan.readbacks[t.readback].read_after(
+        &engine.gpu,
+        plan.pcm_offset + pcm_bytes,
+        Some(t.submission.clone()),
+    )?;
+    let codes = bytemuck::pod_collect_to_vec(&raw[..code_bytes]);
     let pcm = bytemuck::pod_collect_to_vec(&raw[plan.pcm_offset as usize..]);
-    if let Some(p) = &engine.profiler {
-        engine.last_profile = Some(p.read(gpu)?);
-    }
+    engine.last_profile = match (&engine.profiler, t.profiled) {
+        (Some(p), true) => Some(p.read(&engine.gpu)?),
+        _ => None,
+    };
     Ok((codes, pcm))
 }
 

@@ -61,7 +61,8 @@ pub struct TickPlan {
     pub dispatches: Vec<Dispatch>,
     pub stages: Stages,
     /// One staging buffer for the tick's results: codes at 0, PCM at `pcm_offset`.
-    pub readback: Readback,
+    /// Two, so one tick's results can be read while the next tick runs.
+    pub readbacks: [Readback; 2],
     pub pcm_offset: u64,
     // Kept alive for the bind groups.
     _keep: Vec<wgpu::Buffer>,
@@ -279,8 +280,11 @@ impl TickPlan {
         d.extend(decoder.build_frame(&env, &codes, &decoder_sessions)?);
 
         let pcm_offset = (ms * 16 * 4).next_multiple_of(256) as u64;
-        let readback =
-            Readback::new(ctx, "tick.readback", pcm_offset + (ms * decoder.samples_per_frame() * 4) as u64);
+        let readback_bytes = pcm_offset + (ms * decoder.samples_per_frame() * 4) as u64;
+        let readbacks = [
+            Readback::new(ctx, "tick.readback.0", readback_bytes),
+            Readback::new(ctx, "tick.readback.1", readback_bytes),
+        ];
         let mut keep = vec![text_emb, text_h, tp, last, cp_normed];
         keep.extend(cp_in);
         keep.extend(cp_rows);
@@ -307,7 +311,7 @@ impl TickPlan {
                 first_code: first_code_end,
                 code_predictor: code_predictor_end,
             },
-            readback,
+            readbacks,
             pcm_offset,
             _keep: keep,
             _cp: cp_bufs,

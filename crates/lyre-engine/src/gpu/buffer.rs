@@ -109,12 +109,23 @@ impl Readback {
     /// Waits for the GPU, then copies the first `size` bytes out (after the submit that
     /// carried [`Readback::copy_from`]).
     pub fn read(&self, ctx: &GpuContext, size: u64) -> Result<Vec<u8>> {
+        self.read_after(ctx, size, None)
+    }
+
+    /// As [`Readback::read`], but waits only for `submission` (the one that carried the copy),
+    /// not for work submitted after it.
+    pub fn read_after(
+        &self,
+        ctx: &GpuContext,
+        size: u64,
+        submission: Option<wgpu::SubmissionIndex>,
+    ) -> Result<Vec<u8>> {
         let slice = self.staging.slice(..size);
         let (tx, rx) = std::sync::mpsc::channel();
         slice.map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
-        ctx.wait()?;
+        ctx.wait_for(submission)?;
         rx.recv()
             .map_err(|_| EngineError::Gpu("readback callback dropped".into()))?
             .map_err(|e| EngineError::Gpu(format!("map_async: {e}")))?;

@@ -133,8 +133,13 @@ impl GpuContext {
 
     /// Blocks until all submitted work is done.
     pub fn wait(&self) -> Result<()> {
+        self.wait_for(None)
+    }
+
+    /// Blocks until `submission` (all submitted work when `None`) is done.
+    pub fn wait_for(&self, submission: Option<wgpu::SubmissionIndex>) -> Result<()> {
         self.device
-            .poll(wgpu::PollType::wait_indefinitely())
+            .poll(wgpu::PollType::Wait { submission_index: submission, timeout: None })
             .map_err(|e| EngineError::Gpu(format!("poll: {e}")))?;
         self.take_error()
     }

@@ -8,5 +8,6 @@ mod batch;
 mod code_predictor;
 mod e2e;
 mod loading;
+mod pipeline;
 mod prompt;
 mod talker;

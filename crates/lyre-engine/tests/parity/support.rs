@@ -23,12 +23,17 @@ pub fn gpu() -> Arc<GpuContext> {
 }
 
 pub fn engine(name: &str, max_sessions: usize) -> Engine {
+    engine_with(name, max_sessions, true)
+}
+
+/// An engine that captures logits or not (capturing turns tick pipelining off).
+pub fn engine_with(name: &str, max_sessions: usize, capture_logits: bool) -> Engine {
     let model = Arc::new(ModelDir::open(fixture(name)).expect("fixture loads"));
     let opts = EngineOptions {
         max_sessions,
         max_positions: 256,
         max_rows_per_tick: 128,
-        capture_logits: true,
+        capture_logits,
         profile: false,
         profile_dispatches: false,
     };

@@ -1,0 +1,100 @@
+//! Pipelined ticks (the next tick submitted before the current one is read) give exactly
+//! the frames of unpipelined ticks, also when sessions join, end or are cancelled while a
+//! speculative tick is in flight.
+
+use std::collections::BTreeMap;
+
+use lyre_engine::{Engine, FinishReason, SessionId, SessionRequest};
+
+use crate::support::*;
+
+const CASES: [&str; 3] =
+    ["e2e_cv_nonstream_english_vivian", "e2e_cv_stream_auto_ryan", "e2e_cv_instruct_english_serena_direct"];
+
+#[derive(Debug, Default, PartialEq)]
+struct Got {
+    codes: Vec<[u16; 16]>,
+    pcm: Vec<f32>,
+    finished: Option<FinishReason>,
+}
+
+fn collect(got: &mut BTreeMap<SessionId, Got>, engine: &mut Engine) {
+    for o in engine.step().unwrap() {
+        let g = got.entry(o.id).or_default();
+        assert!(g.finished.is_none(), "session {} has output after it finished", o.id);
+        if let Some(f) = o.frame {
+            assert_eq!(f.index as usize, g.codes.len(), "frames arrive in order");
+            g.codes.push(f.codes);
+            g.pcm.extend(f.pcm);
+        }
+        g.finished = o.finished;
+    }
+}
+
+/// Starts the cases one tick apart (the last with a 4-frame limit) and runs all to the end.
+fn staggered(pipelined: bool) -> Vec<Got> {
+    let mut engine = engine_with("tiny-custom-voice", 3, false);
+    engine.set_pipelining(pipelined);
+    let mut got = BTreeMap::new();
+    let mut ids = Vec::new();
+    for (i, case) in CASES.iter().enumerate() {
+        let mut req = case_request("tiny-custom-voice", case, &engine).unwrap();
+        if i == 2 {
+            req.max_frames = 4;
+        }
+        ids.push(engine.start(req).unwrap());
+        collect(&mut got, &mut engine);
+    }
+    while engine.has_work() {
+        collect(&mut got, &mut engine);
+    }
+    assert_eq!(engine.live_sessions(), 0);
+    ids.iter().map(|id| got.remove(id).unwrap_or_default()).collect()
+}
+
+#[test]
+fn pipelined_ticks_equal_unpipelined_ticks() {
+    let plain = staggered(false);
+    let piped = staggered(true);
+    for (i, (a, b)) in plain.iter().zip(&piped).enumerate() {
+        assert!(!a.codes.is_empty(), "{}: frames", CASES[i]);
+        assert!(a.finished.is_some(), "{}: finished", CASES[i]);
+        assert_eq!(a, b, "{}: pipelined output differs", CASES[i]);
+    }
+    assert_eq!(piped[2].codes.len(), 4);
+    assert_eq!(piped[2].finished, Some(FinishReason::MaxFrames), "the frame limit holds");
+}
+
+fn request(engine: &Engine) -> SessionRequest {
+    case_request("tiny-custom-voice", CASES[1], engine).unwrap()
+}
+
+/// A session cancelled while its next tick is in flight yields nothing more, and the session
+/// that takes its slot at once gets exactly the frames it gets alone.
+#[test]
+fn cancelled_with_a_tick_in_flight() {
+    let mut alone = engine_with("tiny-custom-voice", 1, false);
+    alone.set_pipelining(false);
+    let id = alone.start(request(&alone)).unwrap();
+    let mut want = BTreeMap::new();
+    while alone.has_work() {
+        collect(&mut want, &mut alone);
+    }
+    let want = want.remove(&id).unwrap();
+
+    let mut engine = engine_with("tiny-custom-voice", 1, false);
+    engine.set_pipelining(true);
+    let mut got = BTreeMap::new();
+    let first = engine.start(request(&engine)).unwrap();
+    collect(&mut got, &mut engine);
+    collect(&mut got, &mut engine);
+    assert_eq!(got[&first].codes.len(), 2);
+    assert!(engine.has_work(), "a speculative tick is in flight");
+    assert!(engine.cancel(first));
+    let second = engine.start(request(&engine)).expect("the cancelled session's slot is free");
+    while engine.has_work() {
+        collect(&mut got, &mut engine);
+    }
+    assert_eq!(got[&first].codes.len(), 2, "nothing arrives after the cancel");
+    assert_eq!(got[&second], want, "the slot's next session is unaffected");
+}
