@@ -7,7 +7,7 @@ use super::Engine;
 use crate::error::{EngineError, Result};
 use crate::gpu::{read_buffer, run_now, Dispatch, RowCount, RowCounts};
 use crate::kernels::combine_input::{EXTRA, NONE};
-use crate::kernels::matmul::{Activation, Matmul, Output};
+use crate::kernels::matmul::{Activation, Input, Matmul, Output};
 use crate::kernels::rms_norm::{RmsNorm, WeightFormat};
 use crate::kernels::Rows;
 use crate::model::talker::TalkerWeights;
@@ -58,6 +58,7 @@ impl TalkerProbe {
             k: h,
             n: v,
             x: Rows::dense(&hidden, h),
+            input: Input::Plain,
             y: Rows::dense(&logits, v),
             rows: RowCount::Talker,
             output: Output::Overwrite,

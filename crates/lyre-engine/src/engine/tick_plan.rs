@@ -11,7 +11,7 @@ use crate::kernels::codec_gather::{Accumulate, CodecGather};
 use crate::kernels::combine_input::CombineInput;
 use crate::kernels::copy_rows::{CopyRows, Source};
 use crate::kernels::embed_text::EmbedText;
-use crate::kernels::matmul::{Activation, Matmul, Output};
+use crate::kernels::matmul::{Activation, Input, Matmul, Output};
 use crate::kernels::rms_norm::{RmsNorm, WeightFormat};
 use crate::kernels::sample::{Sample, TalkerProcessors};
 use crate::kernels::{Env, Rows};
@@ -128,7 +128,6 @@ impl TickPlan {
             None => None,
         };
         let cp_bufs = StackBuffers::new(ctx, "cp", cps, 2 * ms)?;
-        let cp_normed = z("cp_normed", ms * cps.hidden * 4)?;
         let groups = cp.heads.len();
         let cp_logits = z("cp_logits", groups * ms * cp.vocab * 4)?;
         let talker_bufs = StackBuffers::new(ctx, "talker", ts, rows)?;
@@ -226,6 +225,7 @@ impl TickPlan {
                 k: hu,
                 n: talker.codec_vocab as u32,
                 x: Rows::dense(&normed, hu),
+                input: Input::Plain,
                 y: Rows::dense(&logits, talker.codec_vocab as u32),
                 rows: sr,
                 output: Output::Overwrite,
@@ -268,7 +268,6 @@ impl TickPlan {
                 kv: &cp_kv,
                 rope: &c_rope,
                 row_descs: &cp_rows,
-                cp_normed: &cp_normed,
                 cp_logits: &cp_logits,
                 max_sessions: ms,
                 history: &history,
@@ -285,7 +284,7 @@ impl TickPlan {
             Readback::new(ctx, "tick.readback.0", readback_bytes),
             Readback::new(ctx, "tick.readback.1", readback_bytes),
         ];
-        let mut keep = vec![text_emb, text_h, tp, last, cp_normed];
+        let mut keep = vec![text_emb, text_h, tp, last];
         keep.extend(cp_in);
         keep.extend(cp_rows);
         Ok(TickPlan {
@@ -345,6 +344,7 @@ fn linear<'a>(
         k,
         n,
         x: Rows::dense(x, k),
+        input: Input::Plain,
         y: Rows::dense(y, n),
         rows,
         output: Output::Overwrite,
@@ -387,7 +387,6 @@ struct CpBuffers<'a> {
     kv: &'a KvBuffers,
     rope: &'a RopeTables,
     row_descs: &'a [wgpu::Buffer],
-    cp_normed: &'a wgpu::Buffer,
     cp_logits: &'a wgpu::Buffer,
     max_sessions: usize,
     history: &'a wgpu::Buffer,
@@ -457,6 +456,7 @@ fn code_predictor_steps(
                     k: th,
                     n: ch,
                     x: Rows::dense(cp_in, th),
+                    input: Input::Plain,
                     y: Rows::dense(&b.bufs.x, ch),
                     rows,
                     output: Output::Overwrite,
@@ -478,9 +478,9 @@ fn code_predictor_steps(
             }
             .build(env)?,
         );
-        // The last position of each session: row 2i+1 at step 0, row i afterwards.
+        // The last position of each session: row 2i+1 at step 0, row i afterwards. The final
+        // norm is fused into the head's input load.
         let last = if j == 0 { Rows::strided(&b.bufs.x, ch, 1, 2) } else { Rows::dense(&b.bufs.x, ch) };
-        d.push(norm(&l("norm"), &cp.norm, ch, cs.eps, last, b.cp_normed, RowCount::Sessions).build(env));
         let logits =
             Rows { buffer: b.cp_logits, stride: v, offset: (j * b.max_sessions) as u32 * v, row_step: 1 };
         d.push(
@@ -490,7 +490,8 @@ fn code_predictor_steps(
                 bias: None,
                 k: ch,
                 n: v,
-                x: Rows::dense(b.cp_normed, ch),
+                x: last,
+                input: Input::RmsNormed { gamma: &cp.norm, eps: cs.eps },
                 y: logits,
                 rows: RowCount::Sessions,
                 output: Output::Overwrite,

@@ -1,4 +1,5 @@
-//! `y (+)= act(x · Wᵀ + b)` with bf16 weights in the PyTorch `[out, in]` layout.
+//! `y (+)= act(in(x) · Wᵀ + b)` with bf16 weights in the PyTorch `[out, in]` layout, where
+//! `in` is the identity, an RMSNorm or SwiGLU ([`Input`]), fused into the kernel's x load.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -49,13 +50,36 @@ struct Params {
     y_stride: u32,
     y_offset: u32,
     activation: u32,
-    _pad: u32,
+    eps: f32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Activation {
     None = 0,
     Silu = 1,
+}
+
+/// What the matmul reads as its input row; each is its own pipeline (the WGSL `INPUT` override).
+#[derive(Debug, Clone, Copy)]
+pub enum Input<'a> {
+    /// `x` as it is.
+    Plain,
+    /// `gamma ⊙ x · rsqrt(mean(x²) + eps)` (Qwen3 RMSNorm, f32), `gamma` bf16 `[k]`: the norm
+    /// that used to be a dispatch of its own before the matmul.
+    RmsNormed { gamma: &'a wgpu::Buffer, eps: f32 },
+    /// `silu(gate) ⊙ up` of rows laid out `[gate | up]` (`k` each; the row stride is at least
+    /// `2k`), as [`SwiGlu`](super::swiglu::SwiGlu) computes it.
+    SwiGlu,
+}
+
+impl Input<'_> {
+    fn mode(&self) -> f64 {
+        match self {
+            Input::Plain => 0.0,
+            Input::RmsNormed { .. } => 1.0,
+            Input::SwiGlu => 2.0,
+        }
+    }
 }
 
 /// The output side of a matmul.
@@ -102,6 +126,8 @@ pub struct Matmul<'a> {
     pub k: u32,
     pub n: u32,
     pub x: Rows<'a>,
+    /// How `x` is read (plain, RMS-normed or SwiGLU-gated).
+    pub input: Input<'a>,
     pub y: Rows<'a>,
     pub rows: RowCount,
     pub output: Output,
@@ -129,6 +155,16 @@ impl Matmul<'_> {
                 self.label, self.k
             )));
         }
+        let input_err = match self.input {
+            Input::SwiGlu if self.x.stride < 2 * self.k => Some("SwiGLU rows need a stride of at least 2k"),
+            Input::RmsNormed { gamma, .. } if gamma.size() < self.k as u64 * 2 => {
+                Some("the RMSNorm gamma needs k bf16 values")
+            }
+            _ => None,
+        };
+        if let Some(e) = input_err {
+            return Err(EngineError::Gpu(format!("matmul `{}`: {e}", self.label)));
+        }
         if self.y.row_step != 1 {
             return Err(EngineError::Gpu(format!("matmul `{}`: output rows must be dense", self.label)));
         }
@@ -144,18 +180,22 @@ impl Matmul<'_> {
             y_stride: self.y.stride,
             y_offset: self.y.offset,
             activation: self.activation as u32,
-            _pad: 0,
+            eps: match self.input {
+                Input::RmsNormed { eps, .. } => eps,
+                _ => 0.0,
+            },
         };
+        let input = ("INPUT", self.input.mode());
         let (pipeline, grid) = match kernel {
             MatmulKernel::PerThread => (
-                ctx.pipeline(SOURCE, &[]),
+                ctx.pipeline(SOURCE, &[input]),
                 Grid::new(
                     Extent::Fixed(groups(self.n, TILE_N)),
                     Extent::Rows { count: self.rows, per_group: TILE_R },
                 ),
             ),
             MatmulKernel::Subgroup { size } => (
-                ctx.pipeline(SOURCE_SUBGROUP, &[("SG", size as f64)]),
+                ctx.pipeline(SOURCE_SUBGROUP, &[("SG", size as f64), input]),
                 Grid::new(Extent::Fixed(groups(self.n, SG_THREADS / size)), Extent::Fixed(1)),
             ),
             MatmulKernel::Tiled => {
@@ -166,13 +206,17 @@ impl Matmul<'_> {
                     )));
                 }
                 (
-                    ctx.pipeline(SOURCE_TILED, &[]),
+                    ctx.pipeline(SOURCE_TILED, &[input]),
                     Grid::new(
                         Extent::Fixed(groups(self.n, TILED_N)),
                         Extent::Rows { count: self.rows, per_group: TILED_M },
                     ),
                 )
             }
+        };
+        let gamma = match self.input {
+            Input::RmsNormed { gamma, .. } => gamma,
+            _ => env.dummy,
         };
         let uniform = ctx.uniform(self.label, &params);
         let bind_group = ctx.bind_group(
@@ -185,6 +229,7 @@ impl Matmul<'_> {
                 self.bias.unwrap_or(env.dummy),
                 self.x.buffer,
                 self.y.buffer,
+                gamma,
             ],
         );
         Ok(Dispatch { alternative: None, label: self.label.to_string(), pipeline, bind_group, grid })

@@ -1,4 +1,4 @@
-// y[r, n] (+)= act(bias[n] + sum_k x[r, k] * w[n, k]) for the tick's rows.
+// y[r, n] (+)= act(bias[n] + sum_k in(x)[r, k] * w[n, k]) for the tick's rows (INPUT: see matmul_common).
 // w: bf16, row-major [n][k] (PyTorch Linear layout), packed two per u32, read four at a time.
 // One thread per output column, TILE_R rows per workgroup so each weight is read once per tile.
 
@@ -19,15 +19,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wi
         base[r] = (p.x_offset + (r0 + min(r, nr - 1u)) * p.x_row_step * p.x_stride) / 4u;
     }
     var acc = array<f32, TILE_R>(0.0, 0.0, 0.0, 0.0);
+    var ss = array<f32, TILE_R>(0.0, 0.0, 0.0, 0.0);
     let wrow = n * k4;
     for (var i = 0u; i < k4; i++) {
-        let wf = bf16x4(w[wrow + i]);
+        let wf = w_in(wrow, i);
         for (var r = 0u; r < TILE_R; r++) {
-            acc[r] += dot(wf, x[base[r] + i]);
+            let xv = x_in(base[r], i);
+            acc[r] += dot(wf, xv);
+            ss[r] += sq(xv);
         }
     }
     for (var r = 0u; r < nr; r++) {
-        var v = acc[r];
+        var v = acc[r] * row_scale(ss[r]);
         if (p.has_bias != 0u) {
             v += bias_at(n);
         }

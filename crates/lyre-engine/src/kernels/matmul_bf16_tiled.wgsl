@@ -1,7 +1,10 @@
-// y[r, n] (+)= act(bias[n] + sum_k x[r, k] * w[n, k]) for many rows (prefill, large batches):
+// y[r, n] (+)= act(bias[n] + sum_k in(x)[r, k] * w[n, k]) for many rows (prefill, large batches):
 // a 32-row × 64-column output tile per workgroup, K in steps of 32 staged in workgroup memory,
 // so each weight is read once per 32 rows instead of once per row. Each of the 256 threads
 // accumulates 2 rows × 4 columns. K must be a multiple of 32.
+// INPUT (matmul_common.wgsl): the x loaders apply gamma or the SwiGLU gate as they stage x, and
+// in the RMS-normed mode each sums the squares of its raw x values; the 8 loaders of a row
+// reduce them through workgroup memory after the k loop.
 
 const TM: u32 = 32u;
 const TN: u32 = 64u;
@@ -10,6 +13,7 @@ const TK: u32 = 32u;
 var<workgroup> xs: array<f32, 1024>; // [row][k], TM × TK
 var<workgroup> ws: array<f32, 2048>; // [k][col], TK × TN
 var<workgroup> wg_rows: u32;
+var<workgroup> sums: array<f32, 256>; // per loader thread: sum of x^2 over its k slots
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
@@ -28,10 +32,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let xrow = r0 + t / 8u;
     let xq = (t % 8u) * 4u;
     let xbase = (p.x_offset + min(xrow, rows - 1u) * p.x_row_step * p.x_stride) / 4u;
+    var ss = 0.0;
     for (var k0 = 0u; k0 < p.k; k0 += TK) {
         var xv = vec4<f32>(0.0);
         if (xrow < rows) {
-            xv = x[xbase + (k0 + xq) / 4u];
+            let i = (k0 + xq) / 4u;
+            let raw = x_in(xbase, i);
+            ss += sq(raw);
+            xv = raw * gamma4(i);
         }
         let xi = (t / 8u) * TK + xq;
         xs[xi] = xv.x;
@@ -62,6 +70,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         workgroupBarrier();
     }
+    if (INPUT == INPUT_RMS) {
+        sums[t] = ss;
+        workgroupBarrier();
+    }
     for (var rr = 0u; rr < 2u; rr++) {
         let row = r0 + ty * 2u + rr;
         if (row >= rows) {
@@ -70,6 +82,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         var accv = acc0;
         if (rr == 1u) {
             accv = acc1;
+        }
+        if (INPUT == INPUT_RMS) {
+            // Row ty*2+rr of the tile was staged by loader threads (ty*2+rr)*8 .. +7.
+            let l0 = (ty * 2u + rr) * 8u;
+            var q = 0.0;
+            for (var j = 0u; j < 8u; j++) {
+                q += sums[l0 + j];
+            }
+            accv *= row_scale(q);
         }
         for (var cc = 0u; cc < 4u; cc++) {
             let n = n0 + tx * 4u + cc;

@@ -1,5 +1,17 @@
 // Parameters, bindings and bf16 helpers shared by the three matmul kernels (prepended to each):
-// y[r, n] (+)= act(bias[n] + sum_k x[r, k] * w[n, k]); w and bias are bf16, two per u32.
+// y[r, n] (+)= act(bias[n] + sum_k in(x)[r, k] * w[n, k]); w, bias and gamma are bf16, two per u32.
+//
+// INPUT selects what the kernel reads as its input row (an override, so each mode is its own
+// pipeline and the unused paths compile away):
+//   0 plain:       in(x)[r, k] = x[r, k]
+//   1 RMS-normed:  in(x)[r, k] = gamma[k] * x[r, k] * rsqrt(mean_k(x[r]^2) + eps). gamma is folded
+//                  into the weight (or x) load, the sum of squares of the raw x is accumulated in
+//                  the k loop, and the dot product is scaled by rsqrt once at the end.
+//   2 SwiGLU:      rows hold [gate | up] (x_stride >= 2k); in(x)[r, k] = silu(gate[k]) * up[k],
+//                  the same expression as swiglu.wgsl.
+override INPUT: u32 = 0u;
+const INPUT_RMS: u32 = 1u;
+const INPUT_SWIGLU: u32 = 2u;
 
 struct Params {
     k: u32,
@@ -13,7 +25,7 @@ struct Params {
     y_stride: u32,
     y_offset: u32,
     activation: u32,
-    _pad: u32,
+    eps: f32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -22,6 +34,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<u32>;
 @group(0) @binding(4) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> y: array<f32>;
+@group(0) @binding(6) var<storage, read> gamma: array<vec2<u32>>;
 
 fn bf16x4(v: vec2<u32>) -> vec4<f32> {
     return vec4<f32>(
@@ -35,4 +48,47 @@ fn bias_at(i: u32) -> f32 {
         return bitcast<f32>(word << 16u);
     }
     return bitcast<f32>(word & 0xffff0000u);
+}
+
+// The input values k = 4i..4i+3 of the row whose first vec4 is x[base] (before any RMS scale).
+fn x_in(base: u32, i: u32) -> vec4<f32> {
+    let v = x[base + i];
+    if (INPUT == INPUT_SWIGLU) {
+        let u = x[base + p.k / 4u + i];
+        return v / (1.0 + exp(min(-v, vec4<f32>(80.0)))) * u;
+    }
+    return v;
+}
+
+// gamma[4i..4i+3] in the RMS-normed mode, else ones.
+fn gamma4(i: u32) -> vec4<f32> {
+    if (INPUT == INPUT_RMS) {
+        return bf16x4(gamma[i]);
+    }
+    return vec4<f32>(1.0);
+}
+
+// The weights w[n, 4i..4i+3] of row `wrow` (= n * k / 4), times gamma in the RMS-normed mode.
+fn w_in(wrow: u32, i: u32) -> vec4<f32> {
+    let wf = bf16x4(w[wrow + i]);
+    if (INPUT == INPUT_RMS) {
+        return wf * bf16x4(gamma[i]);
+    }
+    return wf;
+}
+
+// What a loaded x vec4 adds to its row's sum of squares (only the RMS-normed mode needs it).
+fn sq(v: vec4<f32>) -> f32 {
+    if (INPUT == INPUT_RMS) {
+        return dot(v, v);
+    }
+    return 0.0;
+}
+
+// The factor a row's dot products are scaled by: rsqrt(mean(x^2) + eps), or 1.
+fn row_scale(sumsq: f32) -> f32 {
+    if (INPUT == INPUT_RMS) {
+        return inverseSqrt(sumsq / f32(p.k) + p.eps);
+    }
+    return 1.0;
 }

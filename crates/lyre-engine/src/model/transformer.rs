@@ -1,6 +1,9 @@
 //! A stack of pre-norm Qwen3 decoder layers (q/k RMSNorm, GQA, RoPE, SwiGLU) with bf16
 //! weights, recorded as dispatches over the tick's rows. The talker and the code predictor are
 //! both such stacks; they differ only in sizes, weights and which rows they run over.
+//!
+//! Six dispatches per layer: qkv (with the input RMSNorm fused into its x load), q/k norm +
+//! RoPE, attention, o (+= x), gate_up (post-attention RMSNorm fused), down (SwiGLU fused, += x).
 
 use super::rope::RopeTables;
 use super::upload;
@@ -8,10 +11,8 @@ use crate::checkpoint::weights::WeightFile;
 use crate::error::Result;
 use crate::gpu::{Dispatch, GpuContext, RowCount};
 use crate::kernels::attention::Attention;
-use crate::kernels::matmul::{Activation, Matmul, Output};
+use crate::kernels::matmul::{Activation, Input, Matmul, Output};
 use crate::kernels::qk_norm_rope::{Heads, KvCache, QkNormRope};
-use crate::kernels::rms_norm::{RmsNorm, WeightFormat};
-use crate::kernels::swiglu::SwiGlu;
 use crate::kernels::{Env, Rows};
 
 /// The sizes of one stack.
@@ -87,14 +88,14 @@ pub fn load_layers(
 }
 
 /// Activation buffers for up to `max_rows` rows. `x` carries the residual stream in and out.
+/// The RMSNorms and the SwiGLU are fused into the matmuls' input loads, so there is no normed
+/// `h` nor gated `act` buffer: qkv and gate_up read `x`, down reads `gate_up`.
 pub struct StackBuffers {
     pub x: wgpu::Buffer,
-    pub h: wgpu::Buffer,
     pub qkv: wgpu::Buffer,
     pub q: wgpu::Buffer,
     pub attn: wgpu::Buffer,
     pub gate_up: wgpu::Buffer,
-    pub act: wgpu::Buffer,
 }
 
 impl StackBuffers {
@@ -104,12 +105,10 @@ impl StackBuffers {
         };
         Ok(StackBuffers {
             x: f("x", s.hidden)?,
-            h: f("h", s.hidden)?,
             qkv: f("qkv", s.heads.qkv_width() as usize)?,
             q: f("q", s.q())?,
             attn: f("attn", s.q())?,
             gate_up: f("gate_up", 2 * s.inter)?,
-            act: f("act", s.inter)?,
         })
     }
 }
@@ -161,22 +160,9 @@ impl StackRun<'_> {
         let b = self.bufs;
         let (h, i) = (s.hidden as u32, s.inter as u32);
         let dense = |buf, w| Rows::dense(buf, w);
-        let mut out = Vec::with_capacity(s.layers * 8);
+        let mut out = Vec::with_capacity(s.layers * 6);
         for (l, w) in self.layers.iter().enumerate() {
             let label = |n: &str| format!("{}.{l}.{n}", self.label);
-            out.push(
-                RmsNorm {
-                    label: &label("input_norm"),
-                    weight: &w.input_norm,
-                    format: WeightFormat::Bf16,
-                    dim: h,
-                    eps: s.eps,
-                    x: dense(&b.x, h),
-                    y: dense(&b.h, h),
-                    rows: self.rows,
-                }
-                .build(env),
-            );
             out.push(
                 Matmul {
                     label: &label("qkv"),
@@ -184,7 +170,8 @@ impl StackRun<'_> {
                     bias: None,
                     k: h,
                     n: s.heads.qkv_width(),
-                    x: dense(&b.h, h),
+                    x: dense(&b.x, h),
+                    input: Input::RmsNormed { gamma: &w.input_norm, eps: s.eps },
                     y: dense(&b.qkv, s.heads.qkv_width()),
                     rows: self.rows,
                     output: Output::Overwrite,
@@ -230,6 +217,7 @@ impl StackRun<'_> {
                     k: s.heads.q_width(),
                     n: h,
                     x: dense(&b.attn, s.heads.q_width()),
+                    input: Input::Plain,
                     y: dense(&b.x, h),
                     rows: self.rows,
                     output: Output::Accumulate,
@@ -238,26 +226,14 @@ impl StackRun<'_> {
                 .build(env)?,
             );
             out.push(
-                RmsNorm {
-                    label: &label("post_norm"),
-                    weight: &w.post_norm,
-                    format: WeightFormat::Bf16,
-                    dim: h,
-                    eps: s.eps,
-                    x: dense(&b.x, h),
-                    y: dense(&b.h, h),
-                    rows: self.rows,
-                }
-                .build(env),
-            );
-            out.push(
                 Matmul {
                     label: &label("gate_up"),
                     weight: &w.gate_up,
                     bias: None,
                     k: h,
                     n: 2 * i,
-                    x: dense(&b.h, h),
+                    x: dense(&b.x, h),
+                    input: Input::RmsNormed { gamma: &w.post_norm, eps: s.eps },
                     y: dense(&b.gate_up, 2 * i),
                     rows: self.rows,
                     output: Output::Overwrite,
@@ -266,23 +242,14 @@ impl StackRun<'_> {
                 .build(env)?,
             );
             out.push(
-                SwiGlu {
-                    label: &label("swiglu"),
-                    inter: i,
-                    gate_up: &b.gate_up,
-                    out: &b.act,
-                    rows: self.rows,
-                }
-                .build(env),
-            );
-            out.push(
                 Matmul {
                     label: &label("down"),
                     weight: &w.down,
                     bias: None,
                     k: i,
                     n: h,
-                    x: dense(&b.act, i),
+                    x: dense(&b.gate_up, 2 * i),
+                    input: Input::SwiGlu,
                     y: dense(&b.x, h),
                     rows: self.rows,
                     output: Output::Accumulate,

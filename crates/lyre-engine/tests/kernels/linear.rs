@@ -1,5 +1,5 @@
 use lyre_engine::gpu::{RowCount, RowCounts};
-use lyre_engine::kernels::matmul::{Activation, Matmul, MatmulKernel, Output};
+use lyre_engine::kernels::matmul::{Activation, Input, Matmul, MatmulKernel, Output};
 use lyre_engine::kernels::rms_norm::{RmsNorm, WeightFormat};
 use lyre_engine::kernels::swiglu::SwiGlu;
 use lyre_engine::kernels::Rows;
@@ -56,6 +56,7 @@ fn matmul_matches_cpu_on_odd_shapes() {
                     k: k as u32,
                     n: n as u32,
                     x: Rows::dense(&xbuf, k as u32),
+                    input: Input::Plain,
                     y: Rows::dense(&ybuf, n as u32),
                     rows: RowCount::Talker,
                     output: out,
@@ -101,6 +102,7 @@ fn matmul_reads_strided_rows() {
         k: k as u32,
         n: n as u32,
         x: Rows::strided(&xbuf, k as u32, 1, 2),
+        input: Input::Plain,
         y: Rows::dense(&ybuf, n as u32),
         rows: RowCount::Sessions,
         output: Output::Overwrite,
@@ -188,6 +190,7 @@ fn tiled_matmul_reads_strided_rows() {
         k: k as u32,
         n: n as u32,
         x: Rows::strided(&xbuf, k as u32, 1, 2),
+        input: Input::Plain,
         y: Rows::dense(&ybuf, n as u32),
         rows: RowCount::Sessions,
         output: Output::Overwrite,

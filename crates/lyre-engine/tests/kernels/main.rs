@@ -5,6 +5,7 @@
 mod support;
 
 mod attention;
+mod fused;
 mod gather;
 mod linear;
 mod sample;
