@@ -259,8 +259,8 @@ fn same_codes(vocab: usize, talker: bool) {
         let (ha, hb) = (gpu.buf(&hist), gpu.buf(&hist));
         let a = run_with(&gpu, SampleKernel::Portable, &logits, vocab, &descs, talker, &ha);
         let b = run_with(&gpu, sg, &logits, vocab, &descs, talker, &hb);
-        for i in 0..m {
-            assert_eq!(a[i], b[i], "round {round} session {i}: settings {:?}", settings[i % settings.len()]);
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert_eq!(x, y, "round {round} session {i}: settings {:?}", settings[i % settings.len()]);
         }
         assert_eq!(gpu.read::<u32>(&ha), gpu.read::<u32>(&hb), "history after round {round}");
     }
