@@ -5,12 +5,52 @@ use bytemuck::{Pod, Zeroable};
 
 use super::{Env, Rows};
 use crate::error::{EngineError, Result};
-use crate::gpu::{Dispatch, Extent, Grid, KernelSource, RowCount};
+use crate::gpu::{Dispatch, Extent, GpuContext, Grid, KernelSource, RowCount};
 
 pub const SOURCE: KernelSource = KernelSource {
     name: "sample",
-    wgsl: concat!(include_str!("descriptors.wgsl"), include_str!("sample.wgsl")),
+    wgsl: concat!(
+        include_str!("descriptors.wgsl"),
+        include_str!("sample_common.wgsl"),
+        include_str!("sample.wgsl")
+    ),
 };
+pub const SOURCE_SUBGROUP: KernelSource = KernelSource {
+    name: "sample_sg",
+    wgsl: concat!(
+        include_str!("descriptors.wgsl"),
+        include_str!("sample_common.wgsl"),
+        include_str!("sample_sg.wgsl")
+    ),
+};
+
+/// Which kernel samples. Both choose the same codes, bit for bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SampleKernel {
+    /// Shared-memory tree reductions and 32-step threshold searches (any adapter).
+    Portable,
+    /// Subgroup reductions, a radix select for top-k, 15 cuts per top-p round (~12 barriers
+    /// per call instead of ~400).
+    Subgroup { size: u32 },
+}
+
+impl SampleKernel {
+    /// `Subgroup` whenever the adapter has subgroups of one fixed power-of-two size (lavapipe
+    /// too: it is faster there as well, and the parity tests then run it), else `Portable`.
+    /// `LYRE_SAMPLER=portable` forces the portable kernel.
+    pub fn for_adapter(ctx: &GpuContext) -> Self {
+        match (std::env::var("LYRE_SAMPLER").as_deref(), ctx.fixed_subgroup_size()) {
+            (Ok("portable"), _) | (_, None) => SampleKernel::Portable,
+            (_, Some(size)) if Self::supports(size) => SampleKernel::Subgroup { size },
+            _ => SampleKernel::Portable,
+        }
+    }
+
+    /// Subgroup sizes the subgroup kernel handles.
+    pub fn supports(size: u32) -> bool {
+        size.is_power_of_two() && (4..=128).contains(&size)
+    }
+}
 
 /// The largest vocabulary the sampler holds in workgroup memory.
 pub const MAX_VOCAB: u32 = 4096;
@@ -58,7 +98,12 @@ pub struct Sample<'a> {
 }
 
 impl Sample<'_> {
+    /// With the adapter's kernel ([`SampleKernel::for_adapter`]).
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
+        self.build_with(env, SampleKernel::for_adapter(env.ctx))
+    }
+
+    pub fn build_with(&self, env: &Env, kernel: SampleKernel) -> Result<Dispatch> {
         if self.vocab > MAX_VOCAB {
             return Err(EngineError::Gpu(format!(
                 "sampler `{}`: vocabulary {} exceeds {MAX_VOCAB}",
@@ -85,7 +130,18 @@ impl Sample<'_> {
             _pad0: 0,
             _pad1: 0,
         };
-        let pipeline = env.ctx.pipeline(SOURCE, &[]);
+        let pipeline = match kernel {
+            SampleKernel::Portable => env.ctx.pipeline(SOURCE, &[]),
+            SampleKernel::Subgroup { size } => {
+                if !SampleKernel::supports(size) {
+                    return Err(EngineError::Gpu(format!(
+                        "sampler `{}`: subgroup size {size} is not a power of two in [4, 128]",
+                        self.label
+                    )));
+                }
+                env.ctx.pipeline(SOURCE_SUBGROUP, &[("SG", size as f64)])
+            }
+        };
         let uniform = env.ctx.uniform(self.label, &params);
         let bind_group = env.ctx.bind_group(
             self.label,

@@ -1,7 +1,8 @@
 use lyre_engine::gpu::RowCounts;
-use lyre_engine::kernels::sample::{Sample, TalkerProcessors};
+use lyre_engine::kernels::sample::{Sample, SampleKernel, TalkerProcessors};
 use lyre_engine::kernels::Rows;
 use lyre_engine::sampling::{Sampler, SamplingParams, SessionDesc};
+use rand::Rng;
 
 use crate::support::*;
 
@@ -15,6 +16,18 @@ fn params(do_sample: bool, temperature: f32, top_k: u32, top_p: f32, seed: u64) 
 /// Runs the sampler over `logits` (one row per session) and returns column `col` of the codes.
 fn run(
     gpu: &Gpu,
+    logits: &[f32],
+    vocab: usize,
+    descs: &[SessionDesc],
+    talker: bool,
+    history: &wgpu::Buffer,
+) -> Vec<u32> {
+    run_with(gpu, SampleKernel::for_adapter(&gpu.ctx), logits, vocab, descs, talker, history)
+}
+
+fn run_with(
+    gpu: &Gpu,
+    kernel: SampleKernel,
     logits: &[f32],
     vocab: usize,
     descs: &[SessionDesc],
@@ -39,7 +52,7 @@ fn run(
         codes: &codes,
         history,
     }
-    .build(&gpu.env())
+    .build_with(&gpu.env(), kernel)
     .unwrap();
     gpu.run(RowCounts { talker_rows: 0, sessions: m as u32 }, &[d]);
     let col = if talker { 0 } else { 3 };
@@ -158,4 +171,113 @@ fn top_p_drops_the_low_tail() {
     let p = [0.5f64, 0.3, 0.15, 0.05];
     let row: Vec<f32> = p.iter().map(|v| v.ln() as f32).collect();
     distribution(0, 0.7, &row, &[0, 1], &[0.625, 0.375]);
+}
+
+#[test]
+fn top_k_ties_at_the_boundary_are_all_kept() {
+    // The k-th largest value is tied: every entry holding it stays in (a threshold, not a sort).
+    let mut row = vec![-5.0f32; 2048];
+    row[900] = 2.0;
+    for i in [5, 400, 1500] {
+        row[i] = 1.0;
+    }
+    let z = 2.0f64.exp() + 3.0 * 1.0f64.exp();
+    let p1 = 1.0f64.exp() / z;
+    distribution(2, 1.0, &row, &[5, 400, 900, 1500], &[p1, p1, 2.0f64.exp() / z, p1]);
+}
+
+#[test]
+fn all_equal_logits() {
+    let row = vec![0.25f32; 3072];
+    // Greedy: the first index. Top-k 7 keeps every (tied) entry: draws spread over the row.
+    let gpu = Gpu::new();
+    let hist = gpu.buf(&[0u32; 4]);
+    let logits: Vec<f32> = (0..64).flat_map(|_| row.clone()).collect();
+    let greedy: Vec<SessionDesc> =
+        (0..64).map(|i| SessionDesc::new(0, 0, i, &params(false, 1.0, 7, 0.5, 0))).collect();
+    assert!(run(&gpu, &logits, 3072, &greedy, false, &hist).iter().all(|&c| c == 0));
+    let drawn: Vec<SessionDesc> =
+        (0..64).map(|i| SessionDesc::new(0, 0, i, &params(true, 0.9, 7, 1.0, 5))).collect();
+    let got = run(&gpu, &logits, 3072, &drawn, false, &hist);
+    assert!(got.iter().all(|&c| c < 3072));
+    assert!(got.iter().filter(|&&c| c >= 7).count() > 50, "{got:?}");
+}
+
+/// Rows that stress the fast paths: ties, equal rows, signed zeros, wide and narrow spreads.
+fn stress_row(rng: &mut rand::rngs::StdRng, kind: usize, vocab: usize) -> Vec<f32> {
+    match kind % 6 {
+        0 => randn(rng, vocab, 3.0),
+        1 => randn(rng, vocab, 3.0).iter().map(|v| (v * 2.0).round() / 2.0).collect(),
+        2 => vec![-1.5; vocab],
+        3 => randn(rng, vocab, 1.0)
+            .iter()
+            .map(|&v| if v.abs() < 0.5 { 0.0f32.copysign(v) } else { v })
+            .collect(),
+        4 => randn(rng, vocab, 30.0),
+        _ => randn(rng, vocab, 0.01),
+    }
+}
+
+/// The subgroup kernel picks exactly the portable kernel's codes, and leaves the same history.
+fn same_codes(vocab: usize, talker: bool) {
+    let gpu = Gpu::new();
+    let Some(size) = gpu.ctx.fixed_subgroup_size() else {
+        eprintln!("no fixed-size subgroups on this adapter: only the portable sampler runs");
+        return;
+    };
+    let sg = SampleKernel::Subgroup { size };
+    let mut rng = rng(40 + vocab as u64);
+    let settings: [(bool, f32, u32, f32); 12] = [
+        (false, 1.0, 50, 1.0),
+        (true, 0.9, 50, 1.0),
+        (true, 0.9, 50, 0.8),
+        (true, 1.0, 0, 0.9),
+        (true, 0.7, 0, 1.0),
+        (true, 1.3, 1, 1.0),
+        (true, 1.0, vocab as u32, 0.95),
+        (true, 1.0, 100_000, 0.3),
+        (true, 0.5, 3, 0.99),
+        (true, 1.0, 1000, 1.0),
+        (true, 2.0, 0, 0.05),
+        (true, 1.0, vocab as u32 - 1, 0.7),
+    ];
+    // One history slot per session, as in the engine (sessions sharing a slot would race).
+    let m = 96;
+    let slots = m;
+    for round in 0..3 {
+        let mut logits = Vec::new();
+        let mut descs = Vec::new();
+        for i in 0..m {
+            logits.extend(stress_row(&mut rng, i / settings.len() + round, vocab));
+            let (s, t, k, p) = settings[i % settings.len()];
+            let mut sp = params(s, t, k, p, 1000 * round as u64 + i as u64);
+            sp.ignore_eos = i % 5 == 0;
+            descs.push(SessionDesc::new(i as u32, 0, (i % 4) as u32, &sp));
+        }
+        let words = slots * 3072 / 32;
+        let hist: Vec<u32> = (0..words).map(|_| rng.random::<u32>() & rng.random::<u32>()).collect();
+        let (ha, hb) = (gpu.buf(&hist), gpu.buf(&hist));
+        let a = run_with(&gpu, SampleKernel::Portable, &logits, vocab, &descs, talker, &ha);
+        let b = run_with(&gpu, sg, &logits, vocab, &descs, talker, &hb);
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert_eq!(x, y, "round {round} session {i}: settings {:?}", settings[i % settings.len()]);
+        }
+        assert_eq!(gpu.read::<u32>(&ha), gpu.read::<u32>(&hb), "history after round {round}");
+    }
+}
+
+#[test]
+fn subgroup_kernel_matches_code_predictor_2048() {
+    same_codes(2048, false);
+}
+
+#[test]
+fn subgroup_kernel_matches_talker_3072() {
+    same_codes(3072, true);
+}
+
+#[test]
+fn subgroup_kernel_matches_odd_vocab() {
+    same_codes(1000, false);
+    same_codes(4096, false);
 }
