@@ -4,8 +4,8 @@
 // register block: rows tr + 16 i, columns tc + 16 j. For every tap and every chunk of KC = 8
 // input-channel groups (32 channels), the workgroup stages the 64 x rows the tap reads (row
 // t - m*dil of each tile row, through the views) and the 64 weight columns in workgroup memory,
-// so each value loaded from global memory feeds 64 FMAs (16 per value read from workgroup
-// memory) instead of 1 to 4. Rows are tiled like conv1d.wgsl: `y_rows` rows per session in
+// so each float loaded from global memory feeds 64 FMAs (each float read from workgroup memory
+// 4) instead of 1 (x) or 4 (weights). Rows are tiled like conv1d.wgsl: `y_rows` rows per session in
 // groups of BM (grid z), or BM rows of whole sessions per group.
 
 const BM: u32 = 64u;
