@@ -7,6 +7,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::conv1d_tiled;
 use super::seq_view::{check_groups, sequence_dispatch, GpuView, SeqView};
 use super::Env;
 use crate::error::{EngineError, Result};
@@ -14,7 +15,11 @@ use crate::gpu::{Dispatch, Extent, GpuContext, Grid, KernelSource, RowCount};
 
 pub const SOURCE: KernelSource = KernelSource {
     name: "conv1d",
-    wgsl: concat!(include_str!("seq_view.wgsl"), include_str!("conv1d.wgsl")),
+    wgsl: concat!(
+        include_str!("seq_view.wgsl"),
+        include_str!("conv1d_common.wgsl"),
+        include_str!("conv1d.wgsl")
+    ),
 };
 
 /// Rows per thread (`R` in the WGSL).
@@ -169,7 +174,7 @@ pub enum Residual<'a> {
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
-struct Params {
+pub(super) struct Params {
     x: GpuView,
     y: GpuView,
     r: GpuView,
@@ -180,7 +185,8 @@ struct Params {
     dil: u32,
     up: u32,
     rows_in: u32,
-    y_rows: u32,
+    /// Set per variant by its row tiling ([`Conv1d::grid`]).
+    pub(super) y_rows: u32,
     flags: u32,
     out_threads: u32,
     _pad: [u32; 2],
@@ -221,7 +227,24 @@ fn k_split(grid: &Grid, cin4: u32) -> u32 {
 }
 
 impl Conv1d<'_> {
+    /// The dispatch of this site, with the tiled kernel as its alternative for ticks with many
+    /// rows where [`conv1d_tiled::policy`] allows it.
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
+        let (params, buffers) = self.prepare(env)?;
+        let mut d = self.build_default(env, params, &buffers)?;
+        d.alternative = conv1d_tiled::alternative(self, env, params, &buffers)?;
+        Ok(d)
+    }
+
+    /// The tiled kernel alone, whatever the row count (for tests and tools).
+    pub fn build_tiled(&self, env: &Env) -> Result<Dispatch> {
+        let (params, buffers) = self.prepare(env)?;
+        conv1d_tiled::dispatch(self, env, params, &buffers)
+    }
+
+    /// Checks the views and fills the parameters (but `y_rows` and `out_threads`, which the
+    /// variants set) and the bound buffers from binding 3 on.
+    fn prepare<'b>(&'b self, env: &'b Env) -> Result<(Params, [&'b wgpu::Buffer; 6])> {
         let s = self.conv.shape;
         if self.x.stride != s.in_stride() {
             return Err(EngineError::Gpu(format!(
@@ -236,10 +259,6 @@ impl Conv1d<'_> {
         if let Residual::From(r) = self.residual {
             r.check(self.label, self.rows_in * s.up, 0)?;
         }
-        let out_threads = s.cols().next_power_of_two().min(WORKGROUP);
-        let rows_per_group = WORKGROUP / out_threads * ROWS_PER_THREAD;
-        let (y_rows, grid) = self.grid(out_threads, rows_per_group)?;
-        let k_split = k_split(&grid, s.cin4());
         let flags = self.conv.bias.is_some() as u32
             | (self.scale.is_some() as u32) << 1
             | (matches!(self.residual, Residual::Accumulate) as u32) << 2
@@ -260,9 +279,9 @@ impl Conv1d<'_> {
             dil: s.dilation,
             up: s.up,
             rows_in: self.rows_in,
-            y_rows,
+            y_rows: 0,
             flags,
-            out_threads,
+            out_threads: 0,
             _pad: [0; 2],
         };
         let buffers = [
@@ -273,6 +292,18 @@ impl Conv1d<'_> {
             residual.map(|r| r.buffer).unwrap_or(env.dummy),
             self.y.buffer,
         ];
+        Ok((params, buffers))
+    }
+
+    /// Today's kernel: R rows of one column per thread, K split where the grid is small.
+    fn build_default(&self, env: &Env, mut params: Params, buffers: &[&wgpu::Buffer]) -> Result<Dispatch> {
+        let s = self.conv.shape;
+        let out_threads = s.cols().next_power_of_two().min(WORKGROUP);
+        let rows_per_group = WORKGROUP / out_threads * ROWS_PER_THREAD;
+        let (y_rows, grid) = self.grid(out_threads, rows_per_group)?;
+        let k_split = k_split(&grid, s.cin4());
+        params.y_rows = y_rows;
+        params.out_threads = out_threads;
         let constants = [("KS", k_split as f64)];
         Ok(sequence_dispatch(
             env,
@@ -280,7 +311,7 @@ impl Conv1d<'_> {
             self.label,
             &params,
             self.sessions,
-            &buffers,
+            buffers,
             grid,
         ))
     }
@@ -288,7 +319,7 @@ impl Conv1d<'_> {
     /// Row tiling: a workgroup covers `rows_per_group` input rows, either of one session
     /// (`y_rows` = rows per session) or, when a session has fewer rows that divide it, of
     /// several whole sessions (`y_rows` = rows per group).
-    fn grid(&self, out_threads: u32, rows_per_group: u32) -> Result<(u32, Grid)> {
+    pub(super) fn grid(&self, out_threads: u32, rows_per_group: u32) -> Result<(u32, Grid)> {
         let x = Extent::Fixed(check_groups(self.label, self.conv.shape.cols().div_ceil(out_threads))?);
         let t = self.rows_in.max(1);
         if t < rows_per_group && rows_per_group % t == 0 {

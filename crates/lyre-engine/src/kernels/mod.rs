@@ -6,6 +6,7 @@ pub mod clamp_pcm;
 pub mod codec_gather;
 pub mod combine_input;
 pub mod conv1d;
+pub mod conv1d_tiled;
 pub mod copy_rows;
 pub mod depthwise_conv;
 pub mod embed_text;

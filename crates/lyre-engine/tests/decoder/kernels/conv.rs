@@ -6,20 +6,39 @@ use lyre_engine::kernels::seq_view::SeqView;
 
 use super::*;
 
+/// Which conv1d kernel a case runs: the site's own choice (today's kernel, or the tiled one
+/// where `LYRE_CONV_TILED_MIN_ROWS` asks for it), or the tiled kernel whatever the row count.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Kernel {
+    Site,
+    Tiled,
+}
+
+impl Kernel {
+    pub(super) fn build(self, conv: Conv1d, gpu: &Gpu) -> Dispatch {
+        match self {
+            Kernel::Site => conv.build(&gpu.env()),
+            Kernel::Tiled => conv.build_tiled(&gpu.env()),
+        }
+        .unwrap()
+    }
+}
+
 /// Sessions as `(slot, frame)`: slots out of order, one at frame 0 (all history is padding).
 const SESSIONS: [(u32, u32); 3] = [(2, 3), (0, 0), (1, 5)];
 
 #[test]
 fn dilated_causal_conv_reads_history_from_the_ring() {
     // 6 inputs: one K slice; 70 inputs (18 groups of 4): split in two uneven K slices.
-    dilated_conv_case(6, 11);
-    dilated_conv_case(70, 17);
+    dilated_conv_case(Kernel::Site, 6, 5, 5, 11);
+    dilated_conv_case(Kernel::Site, 70, 5, 5, 17);
 }
 
-fn dilated_conv_case(cin: usize, seed: u64) {
+/// A k7 conv with dilation 3 over the ring of `SESSIONS`, `rows` rows per session.
+pub(super) fn dilated_conv_case(kernel: Kernel, cin: usize, cout: usize, rows: usize, seed: u64) {
     let gpu = Gpu::new();
     let mut rng = rng(seed);
-    let (cout, k, dil, rows) = (5usize, 7usize, 3usize, 5usize);
+    let (k, dil) = (7usize, 3usize);
     let history = ((k - 1) * dil) as u32;
     let w = randn(&mut rng, cout * cin * k, 0.5);
     let b = randn(&mut rng, cout, 0.5);
@@ -30,19 +49,20 @@ fn dilated_conv_case(cin: usize, seed: u64) {
     let conv = PackedConv::upload(&gpu.ctx, "conv", shape, &packed, Some(&b)).unwrap();
     let y = gpu.buf(&vec![0f32; SESSIONS.len() * rows * cout]);
     let sessions = gpu.sessions(&SESSIONS);
-    let d = Conv1d {
-        label: "conv",
-        conv: &conv,
-        x: ring.view(),
-        y: SeqView::dense(&y, cout as u32, rows as u32),
-        rows_in: rows as u32,
-        sessions: &sessions,
-        activation: Activation::None,
-        scale: None,
-        residual: Residual::None,
-    }
-    .build(&gpu.env())
-    .unwrap();
+    let d = kernel.build(
+        Conv1d {
+            label: "conv",
+            conv: &conv,
+            x: ring.view(),
+            y: SeqView::dense(&y, cout as u32, rows as u32),
+            rows_in: rows as u32,
+            sessions: &sessions,
+            activation: Activation::None,
+            scale: None,
+            residual: Residual::None,
+        },
+        &gpu,
+    );
     gpu.run(SESSIONS.len(), &[d]);
     let mut want = Vec::new();
     for (&(_, frame), sig) in SESSIONS.iter().zip(&signals) {
@@ -60,14 +80,26 @@ fn dilated_conv_case(cin: usize, seed: u64) {
             }
         }
     }
-    assert_close(&format!("dilated conv, {cin} inputs"), &gpu.read::<f32>(&y), &want, 1e-5);
+    let what = format!("dilated conv {cin}→{cout}, {rows} rows, {kernel:?}");
+    assert_close(&what, &gpu.read::<f32>(&y), &want, 1e-5);
 }
 
 #[test]
 fn transposed_conv_overlaps_the_previous_input_row() {
+    transposed_conv_case(Kernel::Site, 5, 3, 4, 3, 12);
+}
+
+/// A causal ConvTranspose1d of kernel `2 * stride` over the ring of `SESSIONS`.
+pub(super) fn transposed_conv_case(
+    kernel: Kernel,
+    cin: usize,
+    cout: usize,
+    stride: usize,
+    rows: usize,
+    seed: u64,
+) {
     let gpu = Gpu::new();
-    let mut rng = rng(12);
-    let (cin, cout, stride, rows) = (5usize, 3usize, 4usize, 3usize);
+    let mut rng = rng(seed);
     let k = 2 * stride;
     let w = randn(&mut rng, cin * cout * k, 0.5);
     let b = randn(&mut rng, cout, 0.5);
@@ -79,19 +111,20 @@ fn transposed_conv_overlaps_the_previous_input_row() {
     let out_rows = rows * stride;
     let y = gpu.buf(&vec![0f32; SESSIONS.len() * out_rows * cout]);
     let sessions = gpu.sessions(&SESSIONS);
-    let d = Conv1d {
-        label: "convt",
-        conv: &conv,
-        x: ring.view(),
-        y: SeqView::dense(&y, cout as u32, out_rows as u32),
-        rows_in: rows as u32,
-        sessions: &sessions,
-        activation: Activation::None,
-        scale: None,
-        residual: Residual::None,
-    }
-    .build(&gpu.env())
-    .unwrap();
+    let d = kernel.build(
+        Conv1d {
+            label: "convt",
+            conv: &conv,
+            x: ring.view(),
+            y: SeqView::dense(&y, cout as u32, out_rows as u32),
+            rows_in: rows as u32,
+            sessions: &sessions,
+            activation: Activation::None,
+            scale: None,
+            residual: Residual::None,
+        },
+        &gpu,
+    );
     gpu.run(SESSIONS.len(), &[d]);
     // ConvTranspose1d over the whole signal (PyTorch's definition), trimmed on the right.
     let mut want = Vec::new();
@@ -112,7 +145,8 @@ fn transposed_conv_overlaps_the_previous_input_row() {
             }
         }
     }
-    assert_close("transposed conv", &gpu.read::<f32>(&y), &want, 1e-5);
+    let what = format!("transposed conv {cin}→{cout}, stride {stride}, {kernel:?}");
+    assert_close(&what, &gpu.read::<f32>(&y), &want, 1e-5);
 }
 
 /// erf in f64 by its Maclaurin series (accurate to ~1e-9 for |z| < 4.5); ±1 beyond.
@@ -138,7 +172,9 @@ fn activate(v: f64, act: Activation) -> f64 {
 
 /// A linear layer over `sessions` sessions of `rows` rows, with activation, scale and a
 /// residual read from another buffer (or accumulated into the output).
-fn linear_case(
+#[allow(clippy::too_many_arguments)]
+pub(super) fn linear_case(
+    kernel: Kernel,
     cin: usize,
     cout: usize,
     sessions_n: usize,
@@ -166,19 +202,20 @@ fn linear_case(
     } else {
         Residual::From(SeqView::dense(&rb, cout as u32, rows as u32))
     };
-    let d = Conv1d {
-        label: "linear",
-        conv: &conv,
-        x: SeqView::dense(&xb, cin as u32, rows as u32),
-        y: SeqView::dense(&y, cout as u32, rows as u32),
-        rows_in: rows as u32,
-        sessions: &sessions,
-        activation: act,
-        scale: Some(&sb),
-        residual,
-    }
-    .build(&gpu.env())
-    .unwrap();
+    let d = kernel.build(
+        Conv1d {
+            label: "linear",
+            conv: &conv,
+            x: SeqView::dense(&xb, cin as u32, rows as u32),
+            y: SeqView::dense(&y, cout as u32, rows as u32),
+            rows_in: rows as u32,
+            sessions: &sessions,
+            activation: act,
+            scale: Some(&sb),
+            residual,
+        },
+        &gpu,
+    );
     gpu.run(sessions_n, &[d]);
     let want: Vec<f32> = (0..n * cout)
         .map(|i| {
@@ -187,22 +224,24 @@ fn linear_case(
             (activate(dot + b[o] as f64, act) * scale[o] as f64 + res[i] as f64) as f32
         })
         .collect();
-    let what = format!("linear {cin}→{cout}, {sessions_n}×{rows} rows, {act:?}, accumulate {accumulate}");
+    let what = format!(
+        "linear {cin}→{cout}, {sessions_n}×{rows} rows, {act:?}, accumulate {accumulate}, {kernel:?}"
+    );
     assert_close(&what, &gpu.read::<f32>(&y), &want, 2e-6);
 }
 
 #[test]
 fn linear_with_gelu_scale_and_residual_over_sessions_and_rows() {
     // 70 outputs: two column groups, the second mostly idle.
-    linear_case(12, 70, 5, 1, Activation::Gelu, false, 13);
-    linear_case(12, 70, 3, 7, Activation::Silu, true, 14);
-    linear_case(12, 70, 2, 2, Activation::None, false, 15);
+    linear_case(Kernel::Site, 12, 70, 5, 1, Activation::Gelu, false, 13);
+    linear_case(Kernel::Site, 12, 70, 3, 7, Activation::Silu, true, 14);
+    linear_case(Kernel::Site, 12, 70, 2, 2, Activation::None, false, 15);
     // 75 groups of 4 inputs: eight K slices of 10 (the last of 5).
-    linear_case(300, 70, 3, 2, Activation::Gelu, false, 18);
-    linear_case(300, 70, 1, 9, Activation::None, true, 19);
+    linear_case(Kernel::Site, 300, 70, 3, 2, Activation::Gelu, false, 18);
+    linear_case(Kernel::Site, 300, 70, 1, 9, Activation::None, true, 19);
     // 256 outputs: four full column groups, with and without K slices.
-    linear_case(300, 256, 2, 5, Activation::Gelu, false, 20);
-    linear_case(8, 256, 3, 1, Activation::None, true, 21);
+    linear_case(Kernel::Site, 300, 256, 2, 5, Activation::Gelu, false, 20);
+    linear_case(Kernel::Site, 8, 256, 3, 1, Activation::None, true, 21);
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! from "earlier steps", wrapping around) where the kernel reads history.
 
 mod conv;
+mod conv_tiled;
 mod elementwise;
 mod norm;
 

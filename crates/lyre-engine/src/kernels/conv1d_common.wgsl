@@ -1,0 +1,80 @@
+// The part of the conv1d kernels that both variants share (prepended after seq_view.wgsl): the
+// parameters, the bindings and the epilogue of one output value. See conv1d.wgsl for the math.
+
+struct Params {
+    x: View,
+    y: View,
+    r: View,
+    cin4: u32,
+    cols: u32,
+    cout: u32,
+    taps: u32,
+    dil: u32,
+    up: u32,
+    rows_in: u32,
+    y_rows: u32,
+    flags: u32,
+    out_threads: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(3) var<storage, read> w: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+@group(0) @binding(5) var<storage, read> scale: array<f32>;
+@group(0) @binding(6) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read> res: array<f32>;
+@group(0) @binding(8) var<storage, read_write> y: array<f32>;
+
+const HAS_BIAS: u32 = 1u;
+const HAS_SCALE: u32 = 2u;
+const ACCUMULATE: u32 = 4u;
+const RESIDUAL: u32 = 8u;
+const ACT_SHIFT: u32 = 4u;
+const ACT_GELU: u32 = 1u;
+const ACT_SILU: u32 = 2u;
+
+// erf via the Numerical Recipes erfc (fractional error < 1.2e-7 everywhere); WGSL has no erf.
+fn erf_f32(v: f32) -> f32 {
+    let z = abs(v);
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
+        + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+    let erfc = t * exp(-z * z + poly);
+    return select(erfc - 1.0, 1.0 - erfc, v >= 0.0);
+}
+
+fn activate(v: f32, act: u32) -> f32 {
+    if (act == ACT_GELU) {
+        return 0.5 * v * (1.0 + erf_f32(v * 0.70710678118654752));
+    }
+    if (act == ACT_SILU) {
+        return v / (1.0 + exp(min(-v, 80.0)));
+    }
+    return v;
+}
+
+// The epilogue of one output: `acc` is the reduction for input row `t` of session `s` and
+// virtual column `v`; writes output row `t * up + phase`, channel `o`.
+fn store_output(s: u32, t: u32, v: u32, acc: f32) {
+    let phase = v / p.cout;
+    let o = v % p.cout;
+    var val = acc;
+    if ((p.flags & HAS_BIAS) != 0u) {
+        val += bias[o];
+    }
+    val = activate(val, p.flags >> ACT_SHIFT);
+    if ((p.flags & HAS_SCALE) != 0u) {
+        val *= scale[o];
+    }
+    let t_out = i32(t * p.up + phase);
+    if ((p.flags & RESIDUAL) != 0u) {
+        val += res[row_offset(p.r, s, t_out) + o];
+    }
+    let yi = row_offset(p.y, s, t_out) + o;
+    if ((p.flags & ACCUMULATE) != 0u) {
+        val += y[yi];
+    }
+    y[yi] = val;
+}
