@@ -109,6 +109,17 @@ impl std::fmt::Debug for Dispatch {
 }
 
 impl Dispatch {
+    /// `d`, recorded only when `rows` has at least `min_rows` rows (a no-op below).
+    pub fn only_from(rows: RowCount, min_rows: u32, d: Dispatch) -> Dispatch {
+        Dispatch {
+            label: format!("{}.skipped", d.label),
+            pipeline: d.pipeline.clone(),
+            bind_group: d.bind_group.clone(),
+            grid: Grid::new(Extent::Fixed(0), Extent::Fixed(0)),
+            alternative: Some(Alternative { rows, min_rows, dispatch: Box::new(d) }),
+        }
+    }
+
     /// Records this dispatch (or its alternative, when the tick has enough rows) into `pass`;
     /// a grid with a zero dimension records nothing.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, counts: &RowCounts) {

@@ -9,10 +9,11 @@ use super::rope::RopeTables;
 use super::upload;
 use crate::checkpoint::weights::WeightFile;
 use crate::error::Result;
-use crate::gpu::{Dispatch, GpuContext, RowCount};
+use crate::gpu::{Alternative, Dispatch, GpuContext, RowCount};
 use crate::kernels::attention::Attention;
 use crate::kernels::matmul::{Activation, Input, Matmul, Output};
 use crate::kernels::qk_norm_rope::{Heads, KvCache, QkNormRope};
+use crate::kernels::swiglu::SwiGlu;
 use crate::kernels::{Env, Rows};
 
 /// The sizes of one stack.
@@ -88,14 +89,24 @@ pub fn load_layers(
 }
 
 /// Activation buffers for up to `max_rows` rows. `x` carries the residual stream in and out.
-/// The RMSNorms and the SwiGLU are fused into the matmuls' input loads, so there is no normed
-/// `h` nor gated `act` buffer: qkv and gate_up read `x`, down reads `gate_up`.
+/// The RMSNorms are fused into the matmuls' input loads, so there is no normed `h` buffer: qkv
+/// and gate_up read `x`. Down reads `gate_up` through the fused SwiGLU for small ticks, else
+/// the gated `act` (see [`fused_swiglu_max_rows`]).
 pub struct StackBuffers {
     pub x: wgpu::Buffer,
     pub qkv: wgpu::Buffer,
     pub q: wgpu::Buffer,
     pub attn: wgpu::Buffer,
     pub gate_up: wgpu::Buffer,
+    pub act: wgpu::Buffer,
+}
+
+/// Most rows for which down reads SwiGLU(gate_up) in its own input load. With more rows the
+/// subgroup mat-vec recomputes the gating once per output column, and that costs more than the
+/// separate SwiGLU dispatch it saves (H200, docs/PERFORMANCE.md v6: down 205 µs instead of
+/// ~50 µs at 32 rows). `LYRE_FUSED_SWIGLU_MAX_ROWS` overrides it.
+pub fn fused_swiglu_max_rows() -> u32 {
+    std::env::var("LYRE_FUSED_SWIGLU_MAX_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
 }
 
 impl StackBuffers {
@@ -109,6 +120,7 @@ impl StackBuffers {
             q: f("q", s.q())?,
             attn: f("attn", s.q())?,
             gate_up: f("gate_up", 2 * s.inter)?,
+            act: f("act", s.inter)?,
         })
     }
 }
@@ -241,23 +253,39 @@ impl StackRun<'_> {
                 }
                 .build(env)?,
             );
-            out.push(
-                Matmul {
-                    label: &label("down"),
-                    weight: &w.down,
-                    bias: None,
-                    k: i,
-                    n: h,
-                    x: dense(&b.gate_up, 2 * i),
-                    input: Input::SwiGlu,
-                    y: dense(&b.x, h),
-                    rows: self.rows,
-                    output: Output::Accumulate,
-                    activation: Activation::None,
-                }
-                .build(env)?,
-            );
+            out.extend(self.down(env, w, &label("swiglu"), &label("down"))?);
         }
         Ok(out)
+    }
+
+    /// SwiGLU and down (+= x): fused up to [`fused_swiglu_max_rows`] rows, else a SwiGLU
+    /// dispatch into `act` and a plain down over it.
+    fn down(&self, env: &Env, w: &LayerWeights, swiglu: &str, down: &str) -> Result<[Dispatch; 2]> {
+        let (h, i) = (self.shape.hidden as u32, self.shape.inter as u32);
+        let b = self.bufs;
+        let matmul = |x: Rows, input: Input| {
+            Matmul {
+                label: down,
+                weight: &w.down,
+                bias: None,
+                k: i,
+                n: h,
+                x,
+                input,
+                y: Rows::dense(&b.x, h),
+                rows: self.rows,
+                output: Output::Accumulate,
+                activation: Activation::None,
+            }
+            .build(env)
+        };
+        let split_from = fused_swiglu_max_rows() + 1;
+        let gate = SwiGlu { label: swiglu, inter: i, gate_up: &b.gate_up, out: &b.act, rows: self.rows };
+        let gate = Dispatch::only_from(self.rows, split_from, gate.build(env));
+        let mut fused = matmul(Rows::dense(&b.gate_up, 2 * i), Input::SwiGlu)?;
+        let plain = matmul(Rows::dense(&b.act, i), Input::Plain)?;
+        fused.alternative =
+            Some(Alternative { rows: self.rows, min_rows: split_from, dispatch: Box::new(plain) });
+        Ok([gate, fused])
     }
 }
