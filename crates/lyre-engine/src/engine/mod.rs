@@ -404,10 +404,6 @@ impl Engine {
         self.pipeline = on;
     }
 
-    fn profiling(&self) -> bool {
-        self.profiling
-    }
-
     fn active_profiler(&self) -> Option<&profile::Profiler> {
         self.profiler.as_ref().filter(|_| self.profiling)
     }

@@ -32,7 +32,6 @@ pub(super) struct InFlight {
     readback: usize,
     submission: wgpu::SubmissionIndex,
     profiled: bool,
-    logits: bool,
 }
 
 /// One step. Pipelined, it submits the next tick before reading the one in flight, so the
@@ -85,21 +84,14 @@ fn launch(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<Option<I
         s.pos += fed;
         s.gen_index += 1;
     }
-    let profiled = engine.profiling();
-    Ok(Some(InFlight {
-        members: input.members,
-        readback,
-        submission,
-        profiled,
-        logits: engine.opts.capture_logits,
-    }))
+    Ok(Some(InFlight { members: input.members, readback, submission, profiled: engine.profiling }))
 }
 
 /// Waits for a submitted tick and turns its codes into frames and finishes.
 fn complete(engine: &mut Engine, t: InFlight, outputs: &mut Vec<StepOutput>) -> Result<()> {
     let (codes, pcm) = read_results(engine, &t)?;
     let spf = engine.decoder.samples_per_frame();
-    let logits = if t.logits { Some(read_logits(engine, t.members.len())?) } else { None };
+    let logits = if engine.opts.capture_logits { Some(read_logits(engine, t.members.len())?) } else { None };
     let eos = engine.model.config.talker_config.codec_eos_token_id;
     let first = outputs.len();
     for (i, &(id, _, _)) in t.members.iter().enumerate() {

@@ -109,10 +109,11 @@ impl std::fmt::Debug for Dispatch {
 }
 
 impl Dispatch {
-    /// `d`, recorded only when `rows` has at least `min_rows` rows (a no-op below).
+    /// `d`, recorded only when `rows` has at least `min_rows` rows (a no-op below). It keeps
+    /// `d`'s label, so profiles name the dispatch that runs.
     pub fn only_from(rows: RowCount, min_rows: u32, d: Dispatch) -> Dispatch {
         Dispatch {
-            label: format!("{}.skipped", d.label),
+            label: d.label.clone(),
             pipeline: d.pipeline.clone(),
             bind_group: d.bind_group.clone(),
             grid: Grid::new(Extent::Fixed(0), Extent::Fixed(0)),
