@@ -13,7 +13,7 @@ use crate::codec::shape::BOOKS;
 use crate::error::{EngineError, Result};
 use crate::gpu::{read_buffer, record_all, Dispatch, GpuContext, Readback, RowCounts};
 use crate::kernels::seq_view::SeqLayout;
-use crate::kernels::Env;
+use crate::kernels::{matmul_gemm, Env};
 use crate::sampling::SessionDesc;
 
 /// One step's worth of input buffers and its recorded dispatches.
@@ -58,7 +58,7 @@ pub struct StandaloneDecoder {
     ctx: Arc<GpuContext>,
     decoder: CodecDecoder,
     counts: wgpu::Buffer,
-    _env_buffers: (wgpu::Buffer, wgpu::Buffer),
+    _env_buffers: (wgpu::Buffer, wgpu::Buffer, wgpu::Buffer),
     single: Runner,
     /// Steps of `max_frames_per_step` frames, when that is more than 1.
     chunked: Option<Runner>,
@@ -89,11 +89,19 @@ impl StandaloneDecoder {
         let counts = ctx.storage_zeroed("decoder.counts", 16)?;
         let dummy = ctx.storage_zeroed("decoder.dummy", 16)?;
         let scratch = ctx.storage_zeroed("decoder.scratch", 16)?;
-        let env = Env { ctx: &ctx, counts: &counts, dummy: &dummy, scratch: &scratch };
+        let partials = ctx.storage_zeroed("decoder.partials", matmul_gemm::partials_bytes(&ctx))?;
+        let env = Env { ctx: &ctx, counts: &counts, dummy: &dummy, scratch: &scratch, partials: &partials };
         let single = runner(&ctx, &decoder, &env, 1)?;
         let chunk = options.max_frames_per_step;
         let chunked = if chunk > 1 { Some(runner(&ctx, &decoder, &env, chunk)?) } else { None };
-        Ok(StandaloneDecoder { ctx, decoder, counts, _env_buffers: (dummy, scratch), single, chunked })
+        Ok(StandaloneDecoder {
+            ctx,
+            decoder,
+            counts,
+            _env_buffers: (dummy, scratch, partials),
+            single,
+            chunked,
+        })
     }
 
     pub fn decoder(&self) -> &CodecDecoder {

@@ -12,6 +12,7 @@ use crate::kernels::combine_input::CombineInput;
 use crate::kernels::copy_rows::{CopyRows, Source};
 use crate::kernels::embed_text::EmbedText;
 use crate::kernels::matmul::{Activation, Input, Matmul, Output};
+use crate::kernels::matmul_gemm;
 use crate::kernels::rms_norm::{RmsNorm, WeightFormat};
 use crate::kernels::sample::{Sample, TalkerProcessors};
 use crate::kernels::{Env, Rows};
@@ -71,6 +72,8 @@ pub struct TickPlan {
     _ropes: (RopeTables, RopeTables),
     pub dummy: wgpu::Buffer,
     pub scratch: wgpu::Buffer,
+    /// Split-K partial sums of the GEMM matmuls ([`Env::partials`]).
+    pub partials: wgpu::Buffer,
 }
 
 /// Where each stage of the tick ends in [`TickPlan::dispatches`].
@@ -107,6 +110,7 @@ impl TickPlan {
         let counts = z("counts", 16)?;
         let dummy = z("dummy", 16)?;
         let scratch = z("scratch", 16)?;
+        let partials = ctx.storage_zeroed("gemm.partials", matmul_gemm::partials_bytes(ctx))?;
         let row_desc = z("row_desc", rows * ROW_DESC_BYTES)?;
         let sessions = z("sessions", ms * std::mem::size_of::<crate::sampling::SessionDesc>())?;
         let decoder_sessions =
@@ -144,7 +148,7 @@ impl TickPlan {
             RopeTables::new(ctx, "cp.rope", CP_POSITIONS, cps.heads.head_dim as usize, cps.rope_theta)?;
         let cp_rows = cp_row_descs(ctx, ms, groups)?;
 
-        let env = Env { ctx, counts: &counts, dummy: &dummy, scratch: &scratch };
+        let env = Env { ctx, counts: &counts, dummy: &dummy, scratch: &scratch, partials: &partials };
         let mut d: Vec<Dispatch> = Vec::new();
         let th = talker.text_hidden as u32;
         let (hu, tr) = (h as u32, RowCount::Talker);
@@ -318,11 +322,18 @@ impl TickPlan {
             _ropes: (t_rope, c_rope),
             dummy,
             scratch,
+            partials,
         })
     }
 
     pub fn env<'a>(&'a self, ctx: &'a GpuContext) -> Env<'a> {
-        Env { ctx, counts: &self.counts, dummy: &self.dummy, scratch: &self.scratch }
+        Env {
+            ctx,
+            counts: &self.counts,
+            dummy: &self.dummy,
+            scratch: &self.scratch,
+            partials: &self.partials,
+        }
     }
 }
 

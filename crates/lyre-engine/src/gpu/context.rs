@@ -12,19 +12,37 @@ pub struct GpuOptions {
     pub backends: wgpu::Backends,
     /// Choose the first adapter whose name contains this (case-insensitive).
     pub adapter_name: Option<String>,
+    /// Which runtime checks wgpu compiles into our kernels (see [`ShaderChecks`]).
+    pub shader_checks: ShaderChecks,
+}
+
+/// The runtime checks wgpu adds to every shader it compiles: index clamping on arrays, guards on
+/// integer division, and a counter in every loop that breaks out of an infinite one. They protect
+/// against untrusted shaders; ours are fixed and tested, and the checks cost instructions in every
+/// inner loop (docs/PERFORMANCE.md, v7). Storage-buffer accesses stay bounds-checked where the
+/// driver does it in hardware (Vulkan `robustBufferAccess2`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShaderChecks {
+    /// wgpu's defaults: every check on.
+    On,
+    /// No checks added to the generated code.
+    Off,
 }
 
 impl Default for GpuOptions {
     fn default() -> Self {
-        GpuOptions { backends: wgpu::Backends::PRIMARY, adapter_name: None }
+        GpuOptions { backends: wgpu::Backends::PRIMARY, adapter_name: None, shader_checks: ShaderChecks::Off }
     }
 }
 
 impl GpuOptions {
-    /// Defaults, overridden by `LYRE_ADAPTER` (adapter name substring) when set.
+    /// Defaults, overridden by `LYRE_ADAPTER` (adapter name substring) and
+    /// `LYRE_SHADER_CHECKS=1` (keep wgpu's runtime checks) when set.
     pub fn from_env() -> Self {
+        let checks_on = matches!(std::env::var("LYRE_SHADER_CHECKS").as_deref(), Ok("1" | "on" | "true"));
         GpuOptions {
             adapter_name: std::env::var("LYRE_ADAPTER").ok().filter(|s| !s.is_empty()),
+            shader_checks: if checks_on { ShaderChecks::On } else { ShaderChecks::Off },
             ..Self::default()
         }
     }
@@ -38,6 +56,7 @@ pub struct GpuContext {
     pub limits: wgpu::Limits,
     pub features: wgpu::Features,
     pub(super) pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
+    pub(super) shader_checks: ShaderChecks,
     /// The first validation or out-of-memory error wgpu reported since the last check.
     errors: Arc<Mutex<Option<String>>>,
 }
@@ -113,6 +132,7 @@ impl GpuContext {
             limits,
             features,
             pipelines: Mutex::new(HashMap::new()),
+            shader_checks: opts.shader_checks,
             errors,
         })
     }
@@ -170,6 +190,7 @@ impl GpuContext {
             timestamps_in_passes: self.has_timestamps_in_passes(),
             max_storage_binding: self.limits.max_storage_buffer_binding_size,
             max_workgroup_storage: self.limits.max_compute_workgroup_storage_size,
+            shader_checks: self.shader_checks == ShaderChecks::On,
         }
     }
 
@@ -192,4 +213,6 @@ pub struct AdapterSummary {
     pub timestamps_in_passes: bool,
     pub max_storage_binding: u64,
     pub max_workgroup_storage: u32,
+    /// Whether wgpu's runtime checks are compiled into the kernels.
+    pub shader_checks: bool,
 }

@@ -7,6 +7,6 @@ mod pipeline;
 mod plan;
 
 pub use buffer::{read_buffer, Readback};
-pub use context::{AdapterSummary, GpuContext, GpuOptions};
+pub use context::{AdapterSummary, GpuContext, GpuOptions, ShaderChecks};
 pub use pipeline::KernelSource;
 pub use plan::{record_all, run_now, Alternative, Dispatch, Extent, Grid, RowCount, RowCounts};

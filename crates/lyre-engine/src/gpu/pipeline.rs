@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::GpuContext;
+use super::{GpuContext, ShaderChecks};
 
 /// One `.wgsl` file with its entry point `main`.
 #[derive(Debug, Clone, Copy)]
@@ -19,10 +19,20 @@ impl GpuContext {
         if let Some(p) = cache.get(&key) {
             return p.clone();
         }
-        let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        let desc = wgpu::ShaderModuleDescriptor {
             label: Some(kernel.name),
             source: wgpu::ShaderSource::Wgsl(kernel.wgsl.into()),
-        });
+        };
+        let module = match self.shader_checks {
+            ShaderChecks::On => self.device.create_shader_module(desc),
+            // SAFETY: the kernels are this crate's own WGSL. Every loop is bounded by its
+            // parameters, every index is computed in range (each kernel has a CPU-reference
+            // test), and no integer division has a zero divisor.
+            #[allow(unsafe_code)]
+            ShaderChecks::Off => unsafe {
+                self.device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked())
+            },
+        };
         let constants: Vec<(&str, f64)> = constants.to_vec();
         let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(kernel.name),
@@ -47,11 +57,23 @@ impl GpuContext {
         pipeline: &wgpu::ComputePipeline,
         buffers: &[&wgpu::Buffer],
     ) -> wgpu::BindGroup {
+        let numbered: Vec<(u32, &wgpu::Buffer)> =
+            buffers.iter().enumerate().map(|(i, &b)| (i as u32, b)).collect();
+        self.bind_group_at(label, pipeline, &numbered)
+    }
+
+    /// A bind group for group 0 of `pipeline` with each buffer at the binding it names (for a
+    /// kernel that shares its declarations with others but uses only some of the bindings).
+    pub fn bind_group_at(
+        &self,
+        label: &str,
+        pipeline: &wgpu::ComputePipeline,
+        buffers: &[(u32, &wgpu::Buffer)],
+    ) -> wgpu::BindGroup {
         let layout = pipeline.get_bind_group_layout(0);
         let entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
-            .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+            .map(|&(binding, b)| wgpu::BindGroupEntry { binding, resource: b.as_entire_binding() })
             .collect();
         self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(label),

@@ -90,16 +90,18 @@ pub struct Dispatch {
     pub pipeline: Arc<wgpu::ComputePipeline>,
     pub bind_group: wgpu::BindGroup,
     pub grid: Grid,
-    /// Recorded instead when the tick has at least `min_rows` rows (e.g. a tiled GEMM for
-    /// prefill and large batches in place of a matrix-vector kernel).
-    pub alternative: Option<Alternative>,
+    /// Recorded instead of this dispatch when the tick has enough rows (e.g. a GEMM for
+    /// prefill and large batches in place of a matrix-vector kernel): the first alternative
+    /// whose `min_rows` the tick reaches, so they are kept sorted by `min_rows`, largest first.
+    pub alternatives: Vec<Alternative>,
 }
 
-/// A variant of a dispatch for ticks with many rows.
+/// A variant of a dispatch for ticks with many rows: one or more dispatches (a split-K GEMM
+/// and its reduction), each of which may have alternatives of its own.
 pub struct Alternative {
     pub rows: RowCount,
     pub min_rows: u32,
-    pub dispatch: Box<Dispatch>,
+    pub dispatches: Vec<Dispatch>,
 }
 
 impl std::fmt::Debug for Dispatch {
@@ -117,17 +119,24 @@ impl Dispatch {
             pipeline: d.pipeline.clone(),
             bind_group: d.bind_group.clone(),
             grid: Grid::new(Extent::Fixed(0), Extent::Fixed(0)),
-            alternative: Some(Alternative { rows, min_rows, dispatch: Box::new(d) }),
+            alternatives: vec![Alternative { rows, min_rows, dispatches: vec![d] }],
         }
     }
 
-    /// Records this dispatch (or its alternative, when the tick has enough rows) into `pass`;
-    /// a grid with a zero dimension records nothing.
+    /// Adds an alternative, keeping the list sorted by `min_rows`, largest first.
+    pub fn add_alternative(&mut self, alt: Alternative) {
+        let at = self.alternatives.iter().position(|a| a.min_rows < alt.min_rows);
+        self.alternatives.insert(at.unwrap_or(self.alternatives.len()), alt);
+    }
+
+    /// Records this dispatch (or the alternative the tick's rows select) into `pass`; a grid
+    /// with a zero dimension records nothing.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, counts: &RowCounts) {
-        if let Some(alt) = &self.alternative {
-            if alt.rows.resolve(counts) >= alt.min_rows {
-                return alt.dispatch.record(pass, counts);
+        if let Some(alt) = self.alternatives.iter().find(|a| a.rows.resolve(counts) >= a.min_rows) {
+            for d in &alt.dispatches {
+                d.record(pass, counts);
             }
+            return;
         }
         let [x, y, z] = self.grid.resolve(counts);
         if x == 0 || y == 0 || z == 0 {

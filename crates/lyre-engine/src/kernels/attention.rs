@@ -85,7 +85,7 @@ impl Attention<'_> {
             &[&uniform, self.row_desc, self.q, self.cache.k, self.cache.v, self.out],
         );
         Dispatch {
-            alternative: None,
+            alternatives: Vec::new(),
             label: self.label.to_string(),
             pipeline,
             bind_group,

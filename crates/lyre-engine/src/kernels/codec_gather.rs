@@ -69,7 +69,7 @@ impl CodecGather<'_> {
             &[&uniform, self.sessions, self.codes, self.table, dst_buf, self.acc],
         );
         Dispatch {
-            alternative: None,
+            alternatives: Vec::new(),
             label: self.label.to_string(),
             pipeline,
             bind_group,

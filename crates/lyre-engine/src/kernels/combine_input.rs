@@ -54,7 +54,7 @@ impl CombineInput<'_> {
             &[&uniform, self.row_desc, self.text, self.codec_embedding, self.acc, self.extra, self.out],
         );
         Dispatch {
-            alternative: None,
+            alternatives: Vec::new(),
             label: self.label.to_string(),
             pipeline,
             bind_group,

@@ -232,7 +232,9 @@ impl Conv1d<'_> {
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
         let (params, buffers) = self.prepare(env)?;
         let mut d = self.build_default(env, params, &buffers)?;
-        d.alternative = conv1d_tiled::alternative(self, env, params, &buffers)?;
+        if let Some(alt) = conv1d_tiled::alternative(self, env, params, &buffers)? {
+            d.add_alternative(alt);
+        }
         Ok(d)
     }
 

@@ -19,6 +19,16 @@ pub const SOURCE: KernelSource = KernelSource {
     ),
 };
 
+pub const SOURCE_GEMM: KernelSource = KernelSource {
+    name: "conv1d_gemm",
+    wgsl: concat!(
+        include_str!("seq_view.wgsl"),
+        include_str!("conv1d_common.wgsl"),
+        include_str!("gemm_tile.wgsl"),
+        include_str!("conv1d_gemm.wgsl")
+    ),
+};
+
 /// Input rows and virtual columns per workgroup (`BM`, `BN` in the WGSL).
 pub const TILE_ROWS: u32 = 64;
 pub const TILE_COLS: u32 = 64;
@@ -58,7 +68,11 @@ pub(super) fn dispatch(
 ) -> Result<Dispatch> {
     let (y_rows, grid) = site.grid(TILE_COLS, TILE_ROWS)?;
     params.y_rows = y_rows;
-    let pipeline = env.ctx.pipeline(SOURCE, &[]);
+    let source = match std::env::var("LYRE_CONV_KERNEL").as_deref() {
+        Ok("tiled") => SOURCE,
+        _ => SOURCE_GEMM,
+    };
+    let pipeline = env.ctx.pipeline(source, &[]);
     Ok(sequence_dispatch(env, pipeline, site.label, &params, site.sessions, buffers, grid))
 }
 
@@ -79,6 +93,6 @@ pub(super) fn alternative(
     Ok(Some(Alternative {
         rows: RowCount::Sessions,
         min_rows: min_sessions,
-        dispatch: Box::new(dispatch(site, env, params, buffers)?),
+        dispatches: vec![dispatch(site, env, params, buffers)?],
     }))
 }

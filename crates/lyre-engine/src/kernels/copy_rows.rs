@@ -65,7 +65,7 @@ impl CopyRows<'_> {
         let bind_group =
             env.ctx.bind_group(self.label, &pipeline, &[&uniform, self.sessions, self.src, self.dst.buffer]);
         Dispatch {
-            alternative: None,
+            alternatives: Vec::new(),
             label: self.label.to_string(),
             pipeline,
             bind_group,

@@ -56,7 +56,7 @@ impl EmbedText<'_> {
         buffers.push(self.out);
         let bind_group = env.ctx.bind_group(self.label, &pipeline, &buffers);
         Ok(Dispatch {
-            alternative: None,
+            alternatives: Vec::new(),
             label: self.label.to_string(),
             pipeline,
             bind_group,

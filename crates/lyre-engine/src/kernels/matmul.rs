@@ -3,7 +3,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{groups, Env, Rows};
+use super::{groups, matmul_gemm, Env, Rows};
 use crate::error::{EngineError, Result};
 use crate::gpu::{Alternative, Dispatch, Extent, GpuContext, Grid, KernelSource, RowCount};
 
@@ -15,30 +15,16 @@ pub const SOURCE_SUBGROUP: KernelSource = KernelSource {
     name: "matmul_bf16_sg",
     wgsl: concat!(include_str!("matmul_common.wgsl"), include_str!("matmul_bf16_sg.wgsl")),
 };
-pub const SOURCE_TILED: KernelSource = KernelSource {
-    name: "matmul_bf16_tiled",
-    wgsl: concat!(include_str!("matmul_common.wgsl"), include_str!("matmul_bf16_tiled.wgsl")),
-};
 
 /// Output columns per workgroup and rows per tile of the per-thread kernel.
 const TILE_N: u32 = 64;
 const TILE_R: u32 = 4;
 /// Threads per workgroup of the subgroup kernel (one subgroup per output column).
 const SG_THREADS: u32 = 256;
-/// Output tile of the tiled kernel; its K step (a multiple K must be).
-const TILED_M: u32 = 32;
-const TILED_N: u32 = 64;
-const TILED_K: u32 = 32;
-/// Rows from which the tiled kernel replaces the subgroup kernel. Measured on an H200
-/// (docs/PERFORMANCE.md): the subgroup kernel wins at 32 rows, the tiled one from 64.
-/// `LYRE_TILED_MIN_ROWS` overrides it (tests use it to run the tiled path on tiny models).
-pub fn tiled_min_rows() -> u32 {
-    std::env::var("LYRE_TILED_MIN_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(48)
-}
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
-struct Params {
+pub(super) struct Params {
     k: u32,
     n: u32,
     rows_index: u32,
@@ -73,7 +59,7 @@ pub enum Input<'a> {
 }
 
 impl Input<'_> {
-    fn mode(&self) -> f64 {
+    pub(super) fn mode(&self) -> f64 {
         match self {
             Input::Plain => 0.0,
             Input::RmsNormed { .. } => 1.0,
@@ -98,8 +84,9 @@ pub enum MatmulKernel {
     PerThread,
     /// One subgroup per output column: coalesced loads and a subgroup reduction (GPUs).
     Subgroup { size: u32 },
-    /// 32×64 output tiles staged through workgroup memory (many rows; K a multiple of 32).
-    Tiled,
+    /// Register-blocked tiles of `bm` rows × 64 columns, K split `split` ways (many rows; K a
+    /// multiple of 32). See [`matmul_gemm`](super::matmul_gemm).
+    Gemm { bm: u32, split: u32 },
 }
 
 impl MatmulKernel {
@@ -135,20 +122,31 @@ pub struct Matmul<'a> {
 }
 
 impl Matmul<'_> {
-    /// With the adapter's kernel ([`MatmulKernel::for_adapter`]); on GPUs, ticks with at least
-    /// [`tiled_min_rows`] rows switch to the tiled kernel.
+    /// With the adapter's kernel ([`MatmulKernel::for_adapter`]) and, where the adapter takes
+    /// them ([`matmul_gemm::min_rows`]), the GEMM levels as alternatives for ticks of many rows.
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
-        let kernel = MatmulKernel::for_adapter(env.ctx);
-        let mut d = self.build_with(env, kernel)?;
-        if matches!(kernel, MatmulKernel::Subgroup { .. }) && self.k % TILED_K == 0 {
-            let dispatch = Box::new(self.build_with(env, MatmulKernel::Tiled)?);
-            d.alternative = Some(Alternative { rows: self.rows, min_rows: tiled_min_rows(), dispatch });
+        let mut d = self.build_with(env, MatmulKernel::for_adapter(env.ctx))?;
+        for (min_rows, kernel) in matmul_gemm::levels(env, self.n, self.k) {
+            let dispatches = self.build_sequence(env, kernel)?;
+            d.add_alternative(Alternative { rows: self.rows, min_rows, dispatches });
         }
         Ok(d)
     }
 
-    pub fn build_with(&self, env: &Env, kernel: MatmulKernel) -> Result<Dispatch> {
-        let ctx = env.ctx;
+    /// The dispatches of `kernel`: one, or a split-K GEMM and its reduction.
+    pub fn build_sequence(&self, env: &Env, kernel: MatmulKernel) -> Result<Vec<Dispatch>> {
+        match kernel {
+            MatmulKernel::Gemm { bm, split } => {
+                let (params, buffers) = self.prepare(env)?;
+                matmul_gemm::dispatches(self, env, params, &buffers, bm, split)
+            }
+            _ => Ok(vec![self.build_with(env, kernel)?]),
+        }
+    }
+
+    /// Checks the shapes and fills the parameters and the buffers bound from binding 2 on
+    /// (weight, bias, x, y, gamma).
+    fn prepare<'b>(&'b self, env: &'b Env) -> Result<(Params, [&'b wgpu::Buffer; 5])> {
         if self.k % 4 != 0 || self.x.stride % 4 != 0 || self.x.offset % 4 != 0 {
             return Err(EngineError::Gpu(format!(
                 "matmul `{}`: k ({}), input stride and offset must be multiples of 4",
@@ -185,6 +183,17 @@ impl Matmul<'_> {
                 _ => 0.0,
             },
         };
+        let gamma = match self.input {
+            Input::RmsNormed { gamma, .. } => gamma,
+            _ => env.dummy,
+        };
+        Ok((params, [self.weight, self.bias.unwrap_or(env.dummy), self.x.buffer, self.y.buffer, gamma]))
+    }
+
+    /// The single dispatch of a matrix-vector kernel (use [`Matmul::build_sequence`] for GEMMs).
+    pub fn build_with(&self, env: &Env, kernel: MatmulKernel) -> Result<Dispatch> {
+        let ctx = env.ctx;
+        let (params, buffers) = self.prepare(env)?;
         let input = ("INPUT", self.input.mode());
         let (pipeline, grid) = match kernel {
             MatmulKernel::PerThread => (
@@ -198,40 +207,17 @@ impl Matmul<'_> {
                 ctx.pipeline(SOURCE_SUBGROUP, &[("SG", size as f64), input]),
                 Grid::new(Extent::Fixed(groups(self.n, SG_THREADS / size)), Extent::Fixed(1)),
             ),
-            MatmulKernel::Tiled => {
-                if self.k % TILED_K != 0 {
-                    return Err(EngineError::Gpu(format!(
-                        "matmul `{}`: the tiled kernel needs k ({}) to be a multiple of {TILED_K}",
-                        self.label, self.k
-                    )));
-                }
-                (
-                    ctx.pipeline(SOURCE_TILED, &[input]),
-                    Grid::new(
-                        Extent::Fixed(groups(self.n, TILED_N)),
-                        Extent::Rows { count: self.rows, per_group: TILED_M },
-                    ),
-                )
+            MatmulKernel::Gemm { .. } => {
+                return Err(EngineError::Gpu(format!(
+                    "matmul `{}`: a GEMM is a sequence of dispatches (build_sequence)",
+                    self.label
+                )))
             }
         };
-        let gamma = match self.input {
-            Input::RmsNormed { gamma, .. } => gamma,
-            _ => env.dummy,
-        };
         let uniform = ctx.uniform(self.label, &params);
-        let bind_group = ctx.bind_group(
-            self.label,
-            &pipeline,
-            &[
-                &uniform,
-                env.counts,
-                self.weight,
-                self.bias.unwrap_or(env.dummy),
-                self.x.buffer,
-                self.y.buffer,
-                gamma,
-            ],
-        );
-        Ok(Dispatch { alternative: None, label: self.label.to_string(), pipeline, bind_group, grid })
+        let mut bound: Vec<&wgpu::Buffer> = vec![&uniform, env.counts];
+        bound.extend_from_slice(&buffers);
+        let bind_group = ctx.bind_group(self.label, &pipeline, &bound);
+        Ok(Dispatch { alternatives: Vec::new(), label: self.label.to_string(), pipeline, bind_group, grid })
     }
 }

@@ -14,25 +14,6 @@ const WG: u32 = 256u;
 const TILE_R: u32 = 8u;
 var<workgroup> wg_rows: u32;
 
-fn row_base(r: u32) -> u32 {
-    return (p.x_offset + r * p.x_row_step * p.x_stride) / 4u;
-}
-
-fn finish(v_in: f32, n: u32, row: u32) {
-    var v = v_in;
-    if (p.has_bias != 0u) {
-        v += bias_at(n);
-    }
-    if (p.activation == 1u) {
-        v = v / (1.0 + exp(min(-v, 80.0)));
-    }
-    let yi = p.y_offset + row * p.y_stride + n;
-    if (p.accumulate != 0u) {
-        v += y[yi];
-    }
-    y[yi] = v;
-}
-
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     if (t == 0u) {

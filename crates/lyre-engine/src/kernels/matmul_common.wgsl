@@ -92,3 +92,25 @@ fn row_scale(sumsq: f32) -> f32 {
     }
     return 1.0;
 }
+
+// First vec4 of input row r.
+fn row_base(r: u32) -> u32 {
+    return (p.x_offset + r * p.x_row_step * p.x_stride) / 4u;
+}
+
+// The epilogue of output (row, n): bias, activation, residual, store. `v_in` is the finished
+// dot product (RMS scale applied).
+fn finish(v_in: f32, n: u32, row: u32) {
+    var v = v_in;
+    if (p.has_bias != 0u) {
+        v += bias_at(n);
+    }
+    if (p.activation == 1u) {
+        v = v / (1.0 + exp(min(-v, 80.0)));
+    }
+    let yi = p.y_offset + row * p.y_stride + n;
+    if (p.accumulate != 0u) {
+        v += y[yi];
+    }
+    y[yi] = v;
+}

@@ -13,6 +13,7 @@ pub mod embed_text;
 pub mod frame_rows;
 pub mod glu;
 pub mod matmul;
+pub mod matmul_gemm;
 pub mod qk_norm_rope;
 pub mod rms_norm;
 pub mod rvq_dequant;
@@ -58,4 +59,7 @@ pub struct Env<'a> {
     pub dummy: &'a wgpu::Buffer,
     /// A small writable buffer bound where a kernel's optional output is absent.
     pub scratch: &'a wgpu::Buffer,
+    /// Scratch for the partial sums of split-K matmuls, shared by every site (their dispatches
+    /// run one after another); a matmul splits K only as far as its partials fit.
+    pub partials: &'a wgpu::Buffer,
 }

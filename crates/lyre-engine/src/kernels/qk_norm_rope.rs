@@ -135,7 +135,7 @@ impl QkNormRope<'_> {
             ],
         );
         Dispatch {
-            alternative: None,
+            alternatives: Vec::new(),
             label: self.label.to_string(),
             pipeline,
             bind_group,

@@ -56,7 +56,7 @@ impl RmsNorm<'_> {
         let bind_group =
             env.ctx.bind_group(self.label, &pipeline, &[&uniform, self.weight, self.x.buffer, self.y.buffer]);
         Dispatch {
-            alternative: None,
+            alternatives: Vec::new(),
             label: self.label.to_string(),
             pipeline,
             bind_group,

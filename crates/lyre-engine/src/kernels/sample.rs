@@ -149,7 +149,7 @@ impl Sample<'_> {
             &[&uniform, self.sessions, self.logits.buffer, self.codes, self.history],
         );
         Ok(Dispatch {
-            alternative: None,
+            alternatives: Vec::new(),
             label: self.label.to_string(),
             pipeline,
             bind_group,

@@ -88,7 +88,7 @@ pub(crate) fn sequence_dispatch<P: Pod>(
     let mut all: Vec<&wgpu::Buffer> = vec![&uniform, env.counts, sessions];
     all.extend_from_slice(buffers);
     let bind_group = env.ctx.bind_group(label, &pipeline, &all);
-    Dispatch { alternative: None, label: label.to_string(), pipeline, bind_group, grid }
+    Dispatch { alternatives: Vec::new(), label: label.to_string(), pipeline, bind_group, grid }
 }
 
 /// Rejects grid dimensions beyond what every adapter allows.

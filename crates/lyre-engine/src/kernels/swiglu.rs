@@ -32,7 +32,7 @@ impl SwiGlu<'_> {
         let bind_group =
             env.ctx.bind_group(self.label, &pipeline, &[&uniform, env.counts, self.gate_up, self.out]);
         Dispatch {
-            alternative: None,
+            alternatives: Vec::new(),
             label: self.label.to_string(),
             pipeline,
             bind_group,

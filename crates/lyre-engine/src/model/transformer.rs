@@ -258,8 +258,10 @@ impl StackRun<'_> {
         Ok(out)
     }
 
-    /// SwiGLU and down (+= x): fused up to [`fused_swiglu_max_rows`] rows, else a SwiGLU
-    /// dispatch into `act` and a plain down over it.
+    /// SwiGLU and down (+= x). The mat-vec kernels read SwiGLU(gate_up) in their input load up
+    /// to [`fused_swiglu_max_rows`] rows; above that a SwiGLU dispatch writes `act` and a plain
+    /// down reads it. The GEMM levels gate once per staged value, so they always read gate_up;
+    /// the SwiGLU dispatch runs only for the row counts where the plain down does.
     fn down(&self, env: &Env, w: &LayerWeights, swiglu: &str, down: &str) -> Result<[Dispatch; 2]> {
         let (h, i) = (self.shape.hidden as u32, self.shape.inter as u32);
         let b = self.bufs;
@@ -280,12 +282,16 @@ impl StackRun<'_> {
             .build(env)
         };
         let split_from = fused_swiglu_max_rows() + 1;
-        let gate = SwiGlu { label: swiglu, inter: i, gate_up: &b.gate_up, out: &b.act, rows: self.rows };
-        let gate = Dispatch::only_from(self.rows, split_from, gate.build(env));
         let mut fused = matmul(Rows::dense(&b.gate_up, 2 * i), Input::SwiGlu)?;
+        // Where a GEMM level takes over from the plain down, the SwiGLU dispatch stops.
+        let gemm_from = fused.alternatives.iter().map(|a| a.min_rows).filter(|&m| m > split_from).min();
         let plain = matmul(Rows::dense(&b.act, i), Input::Plain)?;
-        fused.alternative =
-            Some(Alternative { rows: self.rows, min_rows: split_from, dispatch: Box::new(plain) });
+        fused.add_alternative(Alternative { rows: self.rows, min_rows: split_from, dispatches: vec![plain] });
+        let gate = SwiGlu { label: swiglu, inter: i, gate_up: &b.gate_up, out: &b.act, rows: self.rows };
+        let mut gate = Dispatch::only_from(self.rows, split_from, gate.build(env));
+        if let Some(min_rows) = gemm_from {
+            gate.add_alternative(Alternative { rows: self.rows, min_rows, dispatches: Vec::new() });
+        }
         Ok([gate, fused])
     }
 }

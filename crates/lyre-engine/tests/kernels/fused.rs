@@ -64,12 +64,14 @@ fn cpu_swiglu(gu: &[f32], rows: usize, k: usize) -> Vec<f64> {
 fn kernels(gpu: &Gpu) -> Vec<MatmulKernel> {
     let size =
         gpu.ctx.fixed_subgroup_size().expect("the adapter has subgroups of a fixed size (lavapipe: 8)");
-    vec![MatmulKernel::PerThread, MatmulKernel::Subgroup { size }, MatmulKernel::Tiled]
+    let mut kernels = vec![MatmulKernel::PerThread, MatmulKernel::Subgroup { size }];
+    kernels.extend(gemm_kernels());
+    kernels
 }
 
 /// (rows, k, n): odd column counts, row counts across every kernel's row tiles (4, 8, 32).
 fn shapes(kernel: MatmulKernel) -> &'static [(usize, usize, usize)] {
-    if kernel == MatmulKernel::Tiled {
+    if matches!(kernel, MatmulKernel::Gemm { .. }) {
         &[(1, 32, 5), (33, 64, 70), (40, 96, 65)]
     } else {
         &[(1, 36, 70), (3, 100, 33), (7, 64, 65), (13, 260, 9)]
@@ -109,9 +111,9 @@ fn run_case(
         output: if accumulate { Output::Accumulate } else { Output::Overwrite },
         activation: if silu { Activation::Silu } else { Activation::None },
     }
-    .build_with(&gpu.env(), kernel)
+    .build_sequence(&gpu.env(), kernel)
     .unwrap();
-    gpu.run(RowCounts { talker_rows: rows as u32, sessions: 0 }, &[d]);
+    gpu.run(RowCounts { talker_rows: rows as u32, sessions: 0 }, &d);
     gpu.read(&ybuf)
 }
 

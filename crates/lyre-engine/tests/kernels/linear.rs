@@ -28,9 +28,9 @@ fn matmul_matches_cpu_on_odd_shapes() {
     let size =
         gpu.ctx.fixed_subgroup_size().expect("the adapter has subgroups of a fixed size (lavapipe: 8)");
     kernels.push(MatmulKernel::Subgroup { size });
-    kernels.push(MatmulKernel::Tiled);
+    kernels.extend(gemm_kernels());
     for kernel in kernels {
-        let shapes: &[(usize, usize, usize)] = if kernel == MatmulKernel::Tiled {
+        let shapes: &[(usize, usize, usize)] = if matches!(kernel, MatmulKernel::Gemm { .. }) {
             &[(1, 32, 1), (33, 64, 70), (70, 96, 130), (5, 256, 65)]
         } else {
             &[(1, 4, 1), (3, 36, 70), (7, 100, 130), (13, 64, 65), (20, 260, 33)]
@@ -62,9 +62,9 @@ fn matmul_matches_cpu_on_odd_shapes() {
                     output: out,
                     activation: act,
                 }
-                .build_with(&gpu.env(), kernel)
+                .build_sequence(&gpu.env(), kernel)
                 .unwrap();
-                gpu.run(RowCounts { talker_rows: rows as u32, sessions: 0 }, &[d]);
+                gpu.run(RowCounts { talker_rows: rows as u32, sessions: 0 }, &d);
                 let got: Vec<f32> = gpu.read(&ybuf);
                 let mut want = cpu_matmul(&x, &w, bias.then_some(&b), rows, k, n);
                 for (i, v) in want.iter_mut().enumerate() {
@@ -175,7 +175,7 @@ fn swiglu_matches_cpu() {
 }
 
 #[test]
-fn tiled_matmul_reads_strided_rows() {
+fn gemm_matmul_reads_strided_rows() {
     let gpu = Gpu::new();
     let mut rng = rng(5);
     let (m, k, n) = (40usize, 64usize, 70usize);
@@ -196,8 +196,8 @@ fn tiled_matmul_reads_strided_rows() {
         output: Output::Overwrite,
         activation: Activation::None,
     }
-    .build_with(&gpu.env(), MatmulKernel::Tiled)
+    .build_sequence(&gpu.env(), MatmulKernel::Gemm { bm: 16, split: 2 })
     .unwrap();
-    gpu.run(RowCounts { talker_rows: 0, sessions: m as u32 }, &[d]);
-    assert_close("tiled strided matmul", &gpu.read::<f32>(&ybuf), &cpu_matmul(&odd, &w, None, m, k, n), 1e-4);
+    gpu.run(RowCounts { talker_rows: 0, sessions: m as u32 }, &d);
+    assert_close("GEMM strided matmul", &gpu.read::<f32>(&ybuf), &cpu_matmul(&odd, &w, None, m, k, n), 1e-4);
 }

@@ -10,6 +10,7 @@ pub struct Gpu {
     pub counts: wgpu::Buffer,
     pub dummy: wgpu::Buffer,
     pub scratch: wgpu::Buffer,
+    pub partials: wgpu::Buffer,
 }
 
 impl Gpu {
@@ -18,11 +19,18 @@ impl Gpu {
         let counts = ctx.storage_zeroed("counts", 16).unwrap();
         let dummy = ctx.storage_zeroed("dummy", 16).unwrap();
         let scratch = ctx.storage_zeroed("scratch", 16).unwrap();
-        Gpu { ctx, counts, dummy, scratch }
+        let partials = ctx.storage_zeroed("partials", 8 << 20).unwrap();
+        Gpu { ctx, counts, dummy, scratch, partials }
     }
 
     pub fn env(&self) -> Env<'_> {
-        Env { ctx: &self.ctx, counts: &self.counts, dummy: &self.dummy, scratch: &self.scratch }
+        Env {
+            ctx: &self.ctx,
+            counts: &self.counts,
+            dummy: &self.dummy,
+            scratch: &self.scratch,
+            partials: &self.partials,
+        }
     }
 
     pub fn run(&self, counts: RowCounts, dispatches: &[Dispatch]) {
@@ -62,4 +70,16 @@ pub fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) {
     let d = max_abs_diff(got, want);
     assert!(d <= tol, "{what}: max|Δ| = {d:e} > {tol:e}");
     assert!(got.iter().all(|x| x.is_finite()), "{what}: non-finite output");
+}
+
+/// The GEMM variants the kernel tests cover: every tile height, without a split, with an even
+/// split and with one that leaves the last workgroup fewer chunks of K.
+pub fn gemm_kernels() -> Vec<lyre_engine::kernels::matmul::MatmulKernel> {
+    use lyre_engine::kernels::matmul::MatmulKernel::Gemm;
+    vec![
+        Gemm { bm: 16, split: 1 },
+        Gemm { bm: 32, split: 2 },
+        Gemm { bm: 64, split: 3 },
+        Gemm { bm: 16, split: 4 },
+    ]
 }

@@ -19,6 +19,7 @@ pub struct Gpu {
     pub counts: wgpu::Buffer,
     pub dummy: wgpu::Buffer,
     pub scratch: wgpu::Buffer,
+    pub partials: wgpu::Buffer,
 }
 
 impl Gpu {
@@ -27,11 +28,18 @@ impl Gpu {
         let counts = ctx.storage_zeroed("counts", 16).unwrap();
         let dummy = ctx.storage_zeroed("dummy", 16).unwrap();
         let scratch = ctx.storage_zeroed("scratch", 16).unwrap();
-        Gpu { ctx, counts, dummy, scratch }
+        let partials = ctx.storage_zeroed("partials", 8 << 20).unwrap();
+        Gpu { ctx, counts, dummy, scratch, partials }
     }
 
     pub fn env(&self) -> Env<'_> {
-        Env { ctx: &self.ctx, counts: &self.counts, dummy: &self.dummy, scratch: &self.scratch }
+        Env {
+            ctx: &self.ctx,
+            counts: &self.counts,
+            dummy: &self.dummy,
+            scratch: &self.scratch,
+            partials: &self.partials,
+        }
     }
 
     pub fn run(&self, sessions: usize, dispatches: &[Dispatch]) {

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Fills the ignored folders that the lent H200 needs (see docs/PERFORMANCE.md, "Device runs"):
+#   .gl/   the Vulkan loader and glvnd libraries (that machine has the NVIDIA driver, no loader)
+#   .dev/  the release `lyre`, the kernel-test binaries, make_random_real.py with the 0.6B and 1.7B
+#          CustomVoice manifests and the tokenizer files, and the official baseline script
+#   .whl/  the wheels the official baseline needs beside the machine's torch
+# Then: device run with carry [".gl", ".dev", ".whl"] and `bash scripts/device/h200.sh MODE`.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SHARED="${LYRE_SHARED:-$(cd .. && pwd)/shared}"
+grep -qx '/.gl/' .git/info/exclude 2>/dev/null || printf '/.gl/\n/.dev/\n/.whl/\n' >> .git/info/exclude
+
+if [ ! -e .gl/libvulkan1_*.deb ] 2>/dev/null || [ -z "$(ls .gl/*.deb 2>/dev/null)" ]; then
+  mkdir -p .gl /tmp/amd64/partial
+  o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+  apt-get $o update >/dev/null
+  (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+fi
+
+cargo build --release --locked -p lyre-server
+bins=$(cargo test --release --locked -p lyre-engine --test kernels --test decoder --no-run --message-format=json 2>/dev/null \
+  | python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        print(m["target"]["name"], m["executable"])')
+rm -rf .dev && mkdir -p .dev/manifests .dev/tok
+cp target/release/lyre .dev/
+while read -r name path; do cp "$path" ".dev/test-$name"; done <<< "$bins"
+strip .dev/lyre .dev/test-* 2>/dev/null || true
+cp "$SHARED/reference/oracle/make_random_real.py" "$SHARED/reference/oracle/tiny_configs.py" .dev/
+for m in 0.6B-CustomVoice 1.7B-CustomVoice; do
+  cp "$SHARED/reference/manifests/Qwen3-TTS-12Hz-$m.json" .dev/manifests/
+done
+for f in vocab.json merges.txt tokenizer_config.json; do cp "$SHARED/fixtures/tiny-custom-voice/$f" .dev/tok/; done
+cp "$SHARED/device/baseline/bench_qwen.py" .dev/
+
+if [ -z "$(ls .whl/*.whl 2>/dev/null)" ]; then
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    -d .whl qwen-tts==0.1.1 transformers==4.57.3 accelerate==1.12.0 huggingface_hub==0.36.2 tokenizers==0.22.2
+fi
+du -sh .gl .dev .whl
