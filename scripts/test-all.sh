@@ -34,8 +34,9 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --locked
-echo "== parity and decoder again with the GPU kernels (subgroup matmul and attention, tiled from 17 rows) forced on"
-LYRE_MATMUL=subgroup LYRE_TILED_MIN_ROWS=17 cargo test --locked -p lyre-engine --test parity --test decoder
+echo "== parity and decoder again with the GPU kernels forced on (subgroup mat-vec, attention and RoPE; GEMM matmuls and convs at every row count)"
+LYRE_MATMUL=subgroup LYRE_GEMM_MIN_ROWS=1 LYRE_CONV_GEMM_MIN_ROWS=1 \
+  cargo test --locked -p lyre-engine --test parity --test decoder -- --skip kernels::
 
 if [ -d tests/e2e ]; then
   echo "== end-to-end client tests"

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The benchmark driver for the lent H200 (run from the checkout root there, with `.gl`, `.dev` and,
 # for the baseline, `.whl` carried; scripts/device/prepare.sh fills them here). Results go to $OUT.
-#   h200.sh ab        kernel tests on the GPU, then `lyre bench` on 0.6B with one switch changed per run
-#   h200.sh final     `lyre bench` 0.6B and 1.7B over every batch, a per-dispatch profile, and the
-#                     official PyTorch implementation on the same GPU (QB_SECTIONS to choose)
+#   h200.sh tests     the kernel tests (CPU references) on the GPU
+#   h200.sh final     `lyre bench` on 0.6B at batch 256 with each tile switch, keeping the faster;
+#                     then 0.6B over every batch, the official PyTorch implementation on the same
+#                     GPU (`.whl` carried; QB_SECTIONS chooses bench_qwen.py's sections), 1.7B,
+#                     and a per-dispatch profile
+#   h200.sh official  the official implementation alone
+# Everything lands in $OUT/results.tgz, saved after each step.
 set -uo pipefail
 MODE=${1:-ab}
 OUT=${OUT:-/tmp/out}
@@ -32,42 +36,72 @@ bench() { # bench TAG DIR ARGS... (env set by the caller)
   grep -A 12 "^ batch" "$OUT/bench-$tag.txt" | grep -v "^ *[0-9.]* ms" | sed "s/^/$tag  /"
 }
 
+# fastest TAG... : the tag whose bench-TAG.json has the lowest ms/frame at its largest batch.
+fastest() {
+  python3 - "$OUT" "$@" <<'PY'
+import json, sys
+out, tags = sys.argv[1], sys.argv[2:]
+def ms(tag):
+    try:
+        runs = json.load(open(f"{out}/bench-{tag}.json"))["runs"]
+        return max(runs, key=lambda r: r["batch"])["ms_per_frame"]
+    except Exception:
+        return float("inf")
+print(min(tags, key=ms))
+PY
+}
+
+# save: everything so far into $OUT/results.tgz (one file comes back even if a later step is cut).
+save() {
+  tar -C "$OUT" --exclude results.tgz -czf /tmp/results.tgz . && mv /tmp/results.tgz "$OUT/results.tgz"
+}
+
+official() {
+  [ -n "$(ls .whl/*.whl 2>/dev/null)" ] || { log "no wheels: official baseline skipped"; return; }
+  log "official baseline"
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl > "$OUT/pip.log" 2>&1 \
+    || { log "pip failed"; tail -5 "$OUT/pip.log"; }
+  cp .dev/bench_qwen.py .dev/tiny_configs.py scripts/device/official_sections.py /tmp/
+  PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 QB_SECTIONS=${QB_SECTIONS:-env,gen1,graph,batch} QB_BUDGET_S=${QB_BUDGET_S:-170} \
+    timeout 260 python3 /tmp/official_sections.py > "$OUT/qwen_bench.log" 2>&1
+  log "python rc=$?"
+  grep -E "SUMMARY|Error" "$OUT/qwen_bench.log" | tail -3 | cut -c1-2500
+}
+
 case "$MODE" in
-ab)
-  log "kernel tests on the GPU"
+tests)
   for t in .dev/test-kernels .dev/test-decoder; do
-    $t --test-threads 1 kernels linear fused conv > "$OUT/$(basename $t).log" 2>&1
+    $t --test-threads 1 kernels linear fused conv attention > "$OUT/$(basename $t).log" 2>&1
     echo "$(basename $t): $(grep -E '^test result' "$OUT/$(basename $t).log")"
     grep -E "FAILED|panicked" "$OUT/$(basename $t).log" | head -5
   done
-  model 0.6B-CustomVoice /tmp/m06
-  B=${B:-1,8,32,128}
-  F=${F:-10}
-  bench default /tmp/m06 --batch "$B" --frames "$F"
-  LYRE_SHADER_CHECKS=1 bench checks /tmp/m06 --batch "$B" --frames "$F"
-  LYRE_CONV_KERNEL=tiled bench convtiled /tmp/m06 --batch "$B" --frames "$F"
-  LYRE_GEMM_MAX_SPLIT=1 bench nosplit /tmp/m06 --batch "$B" --frames "$F"
-  LYRE_GEMM_MIN_ROWS=0 bench nogemm /tmp/m06 --batch 1,8,32 --frames "$F"
-  bench b256 /tmp/m06 --batch 256 --frames "$F"
-  bench profile /tmp/m06 --batch 1,32,128 --frames 3 --profile-dispatches
   ;;
 final)
   model 0.6B-CustomVoice /tmp/m06
+  # The tile switches measured against each other at batch 256; each winner is kept.
+  for tile in 64 128 128x128; do
+    LYRE_CONV_TILE=$tile bench conv$tile /tmp/m06 --batch 256 --frames 8
+  done
+  best=$(fastest conv64 conv128 conv128x128); export LYRE_CONV_TILE=${best#conv}
+  for tile in 64 128; do
+    LYRE_GEMM_LARGE_TILE=$tile bench large$tile /tmp/m06 --batch 256 --frames 8
+  done
+  best=$(fastest large64 large128); export LYRE_GEMM_LARGE_TILE=${best#large}
+  env | grep -E "^LYRE_(CONV|GEMM)" | tee "$OUT/choices.env"
+  save
   bench h200-0.6b /tmp/m06 --batch 1,8,32,64,128,256 --frames 30
-  bench profile /tmp/m06 --batch 1,32,256 --frames 3 --profile-dispatches
+  save
+  official
+  save
   model 1.7B-CustomVoice /tmp/m17
-  bench h200-1.7b /tmp/m17 --batch 1,8,32,64,128,256 --frames 20
-  rm -rf /tmp/m17
-  if [ -n "$(ls .whl/*.whl 2>/dev/null)" ]; then
-    log "official baseline"
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl > "$OUT/pip.log" 2>&1 \
-      || { log "pip failed"; tail -5 "$OUT/pip.log"; }
-    cp .dev/bench_qwen.py .dev/tiny_configs.py scripts/device/official_sections.py /tmp/
-    PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 QB_SECTIONS=${QB_SECTIONS:-env,gen1,batch,graph} QB_BUDGET_S=${QB_BUDGET_S:-240} \
-      timeout 300 python3 /tmp/official_sections.py > "$OUT/qwen_bench.log" 2>&1
-    log "python rc=$?"
-    grep -E "SUMMARY|Error" "$OUT/qwen_bench.log" | tail -3 | cut -c1-1500
-  fi
+  bench h200-1.7b /tmp/m17 --batch 1,8,32,128,256 --frames 10
+  save
+  bench profile /tmp/m06 --batch 1,32,256 --frames 3 --profile-dispatches
+  ;;
+official)
+  official
   ;;
 esac
+save
+find "$OUT" -mindepth 1 -maxdepth 1 ! -name results.tgz -exec rm -rf {} +
 log done

@@ -52,6 +52,13 @@ pub enum Extent {
         count: RowCount,
         per_group: u32,
     },
+    /// `ceil(count · times / per_group)` workgroups: a grid over all `times` rows of every
+    /// session taken as one sequence (the codec's GEMM convs tile sessions' rows together).
+    RowsTimes {
+        count: RowCount,
+        times: u32,
+        per_group: u32,
+    },
 }
 
 impl Extent {
@@ -63,6 +70,7 @@ impl Extent {
         match self {
             Extent::Fixed(n) => n,
             Extent::Rows { count, per_group } => count.resolve(c).div_ceil(per_group),
+            Extent::RowsTimes { count, times, per_group } => (count.resolve(c) * times).div_ceil(per_group),
         }
     }
 }

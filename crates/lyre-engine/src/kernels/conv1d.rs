@@ -7,7 +7,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::conv1d_tiled;
+use super::conv1d_gemm;
+use super::gemm_tile::GemmTile;
 use super::seq_view::{check_groups, sequence_dispatch, GpuView, SeqView};
 use super::Env;
 use crate::error::{EngineError, Result};
@@ -216,7 +217,7 @@ pub struct Conv1d<'a> {
 fn k_split(grid: &Grid, cin4: u32) -> u32 {
     let fixed = |e: Extent| match e {
         Extent::Fixed(n) => n,
-        Extent::Rows { .. } => 1,
+        Extent::Rows { .. } | Extent::RowsTimes { .. } => 1,
     };
     let threads = fixed(grid.x) * fixed(grid.z) * WORKGROUP;
     let mut ks = 1;
@@ -227,21 +228,21 @@ fn k_split(grid: &Grid, cin4: u32) -> u32 {
 }
 
 impl Conv1d<'_> {
-    /// The dispatch of this site, with the tiled kernel as its alternative for ticks with many
-    /// rows where [`conv1d_tiled::policy`] allows it.
+    /// The dispatch of this site, with the GEMM kernel as its alternative for ticks with many
+    /// rows where [`conv1d_gemm::policy`] allows it.
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
         let (params, buffers) = self.prepare(env)?;
         let mut d = self.build_default(env, params, &buffers)?;
-        if let Some(alt) = conv1d_tiled::alternative(self, env, params, &buffers)? {
+        if let Some(alt) = conv1d_gemm::alternative(self, env, params, &buffers)? {
             d.add_alternative(alt);
         }
         Ok(d)
     }
 
-    /// The tiled kernel alone, whatever the row count (for tests and tools).
-    pub fn build_tiled(&self, env: &Env) -> Result<Dispatch> {
+    /// The GEMM kernel with the given tile, whatever the row count (for tests and tools).
+    pub fn build_gemm(&self, env: &Env, tile: GemmTile) -> Result<Dispatch> {
         let (params, buffers) = self.prepare(env)?;
-        conv1d_tiled::dispatch(self, env, params, &buffers)
+        conv1d_gemm::dispatch(self, env, params, &buffers, tile)
     }
 
     /// Checks the views and fills the parameters (but `y_rows` and `out_threads`, which the
@@ -321,7 +322,7 @@ impl Conv1d<'_> {
     /// Row tiling: a workgroup covers `rows_per_group` input rows, either of one session
     /// (`y_rows` = rows per session) or, when a session has fewer rows that divide it, of
     /// several whole sessions (`y_rows` = rows per group).
-    pub(super) fn grid(&self, out_threads: u32, rows_per_group: u32) -> Result<(u32, Grid)> {
+    fn grid(&self, out_threads: u32, rows_per_group: u32) -> Result<(u32, Grid)> {
         let x = Extent::Fixed(check_groups(self.label, self.conv.shape.cols().div_ceil(out_threads))?);
         let t = self.rows_in.max(1);
         if t < rows_per_group && rows_per_group % t == 0 {

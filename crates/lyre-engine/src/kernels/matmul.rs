@@ -3,6 +3,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::gemm_tile::GemmTile;
 use super::{groups, matmul_gemm, Env, Rows};
 use crate::error::{EngineError, Result};
 use crate::gpu::{Alternative, Dispatch, Extent, GpuContext, Grid, KernelSource, RowCount};
@@ -84,9 +85,9 @@ pub enum MatmulKernel {
     PerThread,
     /// One subgroup per output column: coalesced loads and a subgroup reduction (GPUs).
     Subgroup { size: u32 },
-    /// Register-blocked tiles of `bm` rows × 64 columns, K split `split` ways (many rows; K a
-    /// multiple of 32). See [`matmul_gemm`](super::matmul_gemm).
-    Gemm { bm: u32, split: u32 },
+    /// Register-blocked tiles, K split `split` ways (many rows; K a multiple of the tile's
+    /// chunk). See [`matmul_gemm`](super::matmul_gemm).
+    Gemm { tile: GemmTile, split: u32 },
 }
 
 impl MatmulKernel {
@@ -136,9 +137,9 @@ impl Matmul<'_> {
     /// The dispatches of `kernel`: one, or a split-K GEMM and its reduction.
     pub fn build_sequence(&self, env: &Env, kernel: MatmulKernel) -> Result<Vec<Dispatch>> {
         match kernel {
-            MatmulKernel::Gemm { bm, split } => {
+            MatmulKernel::Gemm { tile, split } => {
                 let (params, buffers) = self.prepare(env)?;
-                matmul_gemm::dispatches(self, env, params, &buffers, bm, split)
+                matmul_gemm::dispatches(self, env, params, &buffers, tile, split)
             }
             _ => Ok(vec![self.build_with(env, kernel)?]),
         }

@@ -1,11 +1,13 @@
 //! The register-blocked GEMM for matmuls over many rows (`matmul_bf16_gemm.wgsl`, on the tile of
 //! `gemm_tile.wgsl`) and the reduction of its split-K partials (`matmul_split_reduce.wgsl`).
 //!
-//! A tick's row count picks a level: tiles of 16, 32 or 64 rows, and for the narrower levels
-//! K split over several workgroups so that a matmul of a few dozen rows still keeps every
-//! multiprocessor busy (a 1024-wide `o` projection is only 16 column tiles). The partial sums go
-//! to the shared [`Env::partials`] buffer and a second dispatch adds them in a fixed order.
+//! A tick's row count picks a level: tiles of 16, 32 or 64 rows (or larger ones from 256 rows),
+//! and below 1024 rows K split over several workgroups so that a matmul of a few dozen rows
+//! still keeps every multiprocessor busy (a 1024-wide `o` projection is only 16 column tiles).
+//! The partial sums go to the shared [`Env::partials`] buffer and a second dispatch adds them
+//! in a fixed order.
 
+use super::gemm_tile::GemmTile;
 use super::matmul::{Matmul, MatmulKernel, Params};
 use super::{groups, Env};
 use crate::error::{EngineError, Result};
@@ -24,35 +26,43 @@ pub const SOURCE_REDUCE: KernelSource = KernelSource {
     wgsl: concat!(include_str!("matmul_common.wgsl"), include_str!("matmul_split_reduce.wgsl")),
 };
 
-/// Output columns per tile and the K chunk (`GEMM_BN`, `GEMM_BK` in the WGSL).
-const TILE_COLS: u32 = 64;
-const CHUNK_K: u32 = 32;
 /// Columns per workgroup of the reduction.
 const REDUCE_COLS: u32 = 256;
 /// The most ways K is split.
 const MAX_SPLIT: u32 = 32;
-/// Bytes of split-K partials a tick plan provides: 255 rows of 32 768 columns.
-const PARTIALS_BYTES: u64 = 255 * 32 * 1024 * 4;
+/// Bytes of split-K partials a tick plan provides: 1023 rows of 8192 columns.
+const PARTIALS_BYTES: u64 = 1023 * 8 * 1024 * 4;
 /// Rows from which matmuls take the GEMM on GPUs (below: the subgroup mat-vec).
 const DEFAULT_MIN_ROWS: u32 = 8;
 
-/// One level: ticks of `min_rows..=max_rows` rows take tiles of `bm` rows, and K is split until
-/// the grid has about `target_groups` workgroups at `min_rows` rows.
+/// One level: ticks of `min_rows..=max_rows` rows take `tile`, and K is split until the grid
+/// has about `target_groups` workgroups at `min_rows` rows (no split when 0).
 struct Level {
     min_rows: u32,
     max_rows: u32,
-    bm: u32,
+    tile: GemmTile,
     target_groups: u32,
 }
 
-/// Small tiles need more workgroups in flight to keep enough weight loads outstanding; from 256
-/// rows there is work enough without splitting.
-const LEVELS: [Level; 4] = [
-    Level { min_rows: 1, max_rows: 16, bm: 16, target_groups: 1024 },
-    Level { min_rows: 17, max_rows: 32, bm: 32, target_groups: 512 },
-    Level { min_rows: 33, max_rows: 255, bm: 64, target_groups: 256 },
-    Level { min_rows: 256, max_rows: u32::MAX, bm: 64, target_groups: 0 },
-];
+/// Small tiles need more workgroups in flight to keep enough weight loads outstanding; from 1024
+/// rows there is work enough without splitting. `large` is the tile from 256 rows.
+fn levels_with(large: GemmTile) -> [Level; 5] {
+    [
+        Level { min_rows: 1, max_rows: 16, tile: GemmTile::ROWS_16, target_groups: 1024 },
+        Level { min_rows: 17, max_rows: 32, tile: GemmTile::ROWS_32, target_groups: 512 },
+        Level { min_rows: 33, max_rows: 255, tile: GemmTile::ROWS_64, target_groups: 256 },
+        Level { min_rows: 256, max_rows: 1023, tile: large, target_groups: 256 },
+        Level { min_rows: 1024, max_rows: u32::MAX, tile: large, target_groups: 0 },
+    ]
+}
+
+/// The tile from 256 rows: `LYRE_GEMM_LARGE_TILE` (a [`GemmTile::by_name`] name), else 64 rows.
+fn large_tile() -> GemmTile {
+    std::env::var("LYRE_GEMM_LARGE_TILE")
+        .ok()
+        .and_then(|v| GemmTile::by_name(&v))
+        .unwrap_or(GemmTile::ROWS_64)
+}
 
 /// Rows from which matmuls take the GEMM: `LYRE_GEMM_MIN_ROWS` when set (`0` turns it off;
 /// tests set 1 to run it on lavapipe), else [`DEFAULT_MIN_ROWS`] on GPUs and never on CPU
@@ -80,18 +90,15 @@ fn max_split() -> u32 {
 }
 
 /// The GEMM alternatives of an `n × k` matmul: (first row count, kernel), for every level that
-/// [`min_rows`] leaves; none when K is not a multiple of 32.
+/// [`min_rows`] leaves and whose chunk divides K.
 pub fn levels(env: &Env, n: u32, k: u32) -> Vec<(u32, MatmulKernel)> {
     let Some(from) = min_rows(env.ctx) else { return Vec::new() };
-    if k % CHUNK_K != 0 {
-        return Vec::new();
-    }
-    LEVELS
+    levels_with(large_tile())
         .iter()
-        .filter(|l| l.max_rows >= from)
+        .filter(|l| l.max_rows >= from && k % l.tile.bk == 0)
         .map(|l| {
             let split = split_for(l, n, k, env.partials.size());
-            (l.min_rows.max(from), MatmulKernel::Gemm { bm: l.bm, split })
+            (l.min_rows.max(from), MatmulKernel::Gemm { tile: l.tile, split })
         })
         .collect()
 }
@@ -99,12 +106,12 @@ pub fn levels(env: &Env, n: u32, k: u32) -> Vec<(u32, MatmulKernel)> {
 /// Doubles the split while the grid is short of the level's target, each split keeps at least
 /// two chunks of K, and the partials of the level's largest tick fit `partial_bytes`.
 fn split_for(level: &Level, n: u32, k: u32, partial_bytes: u64) -> u32 {
-    let col_tiles = groups(n, TILE_COLS);
-    let chunks = k / CHUNK_K;
+    let tiles = groups(n, level.tile.cols()) * groups(level.min_rows, level.tile.rows());
+    let chunks = k / level.tile.bk;
     let limit = max_split().min(MAX_SPLIT);
     let mut split = 1;
     while split * 2 <= limit
-        && col_tiles * split < level.target_groups
+        && tiles * split < level.target_groups
         && chunks >= 4 * split
         && (2 * split) as u64 * level.max_rows as u64 * n as u64 * 4 <= partial_bytes
     {
@@ -119,13 +126,13 @@ pub(super) fn dispatches(
     env: &Env,
     params: Params,
     buffers: &[&wgpu::Buffer; 5],
-    bm: u32,
+    tile: GemmTile,
     split: u32,
 ) -> Result<Vec<Dispatch>> {
-    if site.k % CHUNK_K != 0 || ![16, 32, 64].contains(&bm) || split == 0 {
+    if site.k % tile.bk != 0 || !GemmTile::ALL.contains(&tile) || split == 0 {
         return Err(EngineError::Gpu(format!(
-            "matmul `{}`: the GEMM needs k ({}) to be a multiple of {CHUNK_K}, tiles of 16, 32 or 64 \
-             rows and a split of at least 1",
+            "matmul `{}`: the GEMM needs k ({}) to be a multiple of its chunk, one of the tiles of \
+             GemmTile::ALL ({tile:?}) and a split of at least 1",
             site.label, site.k
         )));
     }
@@ -135,14 +142,16 @@ pub(super) fn dispatches(
     let mut bound: Vec<&wgpu::Buffer> = vec![&uniform, env.counts];
     bound.extend_from_slice(buffers);
     bound.push(env.partials);
-    let gemm = ctx.pipeline(SOURCE, &[("BM", bm as f64), ("SPLIT", split as f64), input]);
+    let mut constants = tile.constants().to_vec();
+    constants.extend([("SPLIT", split as f64), input]);
+    let gemm = ctx.pipeline(SOURCE, &constants);
     let mut out = vec![Dispatch {
         label: site.label.to_string(),
         bind_group: ctx.bind_group(site.label, &gemm, &bound),
         pipeline: gemm,
         grid: Grid {
-            x: Extent::Fixed(groups(site.n, TILE_COLS)),
-            y: Extent::Rows { count: site.rows, per_group: bm },
+            x: Extent::Fixed(groups(site.n, tile.cols())),
+            y: Extent::Rows { count: site.rows, per_group: tile.rows() },
             z: Extent::Fixed(split),
         },
         alternatives: Vec::new(),

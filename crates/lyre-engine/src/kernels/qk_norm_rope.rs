@@ -2,13 +2,29 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::matmul::MatmulKernel;
 use super::Env;
 use crate::gpu::{Dispatch, Extent, Grid, KernelSource, RowCount};
 
 pub const SOURCE: KernelSource = KernelSource {
     name: "qk_norm_rope",
-    wgsl: concat!(include_str!("descriptors.wgsl"), include_str!("qk_norm_rope.wgsl")),
+    wgsl: concat!(
+        include_str!("descriptors.wgsl"),
+        include_str!("qk_norm_rope_common.wgsl"),
+        include_str!("qk_norm_rope.wgsl")
+    ),
 };
+pub const SOURCE_SUBGROUP: KernelSource = KernelSource {
+    name: "qk_norm_rope_sg",
+    wgsl: concat!(
+        include_str!("descriptors.wgsl"),
+        include_str!("qk_norm_rope_common.wgsl"),
+        include_str!("qk_norm_rope_sg.wgsl")
+    ),
+};
+
+/// Threads per workgroup of the subgroup kernel (one subgroup per head).
+const SG_THREADS: u32 = 256;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
@@ -101,6 +117,11 @@ impl QkNormRope<'_> {
 
     /// [`QkNormRope::build`] with a non-default row layout.
     pub fn build_with(&self, env: &Env, layout: RowLayout) -> Dispatch {
+        self.build_kernel(env, layout, RopeKernel::for_adapter(env, self.heads.head_dim))
+    }
+
+    /// [`QkNormRope::build_with`] with the kernel chosen by the caller (tests run both).
+    pub fn build_kernel(&self, env: &Env, layout: RowLayout, kernel: RopeKernel) -> Dispatch {
         let h = self.heads;
         let params = Params {
             n_heads: h.n_heads,
@@ -116,7 +137,15 @@ impl QkNormRope<'_> {
             _pad: [0; 2],
         };
         let (qn, kn) = self.norms.unwrap_or((env.dummy, env.dummy));
-        let pipeline = env.ctx.pipeline(SOURCE, &[]);
+        let heads = h.n_heads + 2 * h.n_kv_heads;
+        let (pipeline, groups_x) = match kernel {
+            RopeKernel::Subgroup { size } => (
+                env.ctx
+                    .pipeline(SOURCE_SUBGROUP, &[("SG", size as f64), ("DPL", (h.head_dim / size) as f64)]),
+                heads.div_ceil(SG_THREADS / size),
+            ),
+            RopeKernel::PerHead => (env.ctx.pipeline(SOURCE, &[]), heads),
+        };
         let uniform = env.ctx.uniform(self.label, &params);
         let bind_group = env.ctx.bind_group(
             self.label,
@@ -139,11 +168,31 @@ impl QkNormRope<'_> {
             label: self.label.to_string(),
             pipeline,
             bind_group,
-            grid: Grid {
-                x: Extent::Fixed(h.n_heads + 2 * h.n_kv_heads),
-                y: Extent::rows(self.rows),
-                z: layout.grid_z(),
-            },
+            grid: Grid { x: Extent::Fixed(groups_x), y: Extent::rows(self.rows), z: layout.grid_z() },
         }
+    }
+}
+
+/// Which kernel normalises and rotates the heads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RopeKernel {
+    /// A workgroup of 64 threads per head (CPU adapters, odd head sizes).
+    PerHead,
+    /// A subgroup per head (GPUs): no barriers.
+    Subgroup { size: u32 },
+}
+
+impl RopeKernel {
+    /// The subgroup kernel where the matmuls take theirs (so `LYRE_MATMUL` switches both) and
+    /// `head_dim` splits into an even number of at most 8 dims per lane.
+    pub fn for_adapter(env: &Env, head_dim: u32) -> Self {
+        match MatmulKernel::for_adapter(env.ctx) {
+            MatmulKernel::Subgroup { size } if Self::fits(size, head_dim) => RopeKernel::Subgroup { size },
+            _ => RopeKernel::PerHead,
+        }
+    }
+
+    pub fn fits(subgroup_size: u32, head_dim: u32) -> bool {
+        head_dim % (2 * subgroup_size) == 0 && head_dim / subgroup_size <= 8
     }
 }

@@ -1,70 +1,21 @@
-// Splits a fused q|k|v row into heads, applies the per-head RMSNorm (q_norm / k_norm, when
-// present) and rotary embedding (rotate_half convention, precomputed cos/sin tables), writes q
-// to `q_out` and k, v into the KV cache at the row's (slot, position).
-// Grid: x = one workgroup per head (q heads, then k heads, then v heads), y = one per row.
-// Optional (0 = off): `wrap` writes position pos at cache row pos % max_pos (a ring; RoPE still
-// uses pos); `rows_per_group` > 1 puts that many consecutive rows on grid z.
-
-struct Params {
-    n_heads: u32,
-    n_kv_heads: u32,
-    head_dim: u32,
-    max_pos: u32,
-    qkv_stride: u32,
-    q_stride: u32,
-    has_norm: u32,
-    eps: f32,
-    wrap: u32,
-    rows_per_group: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> rows: array<Row>;
-@group(0) @binding(2) var<storage, read> qkv: array<f32>;
-@group(0) @binding(3) var<storage, read> q_norm: array<u32>;
-@group(0) @binding(4) var<storage, read> k_norm: array<u32>;
-@group(0) @binding(5) var<storage, read> rope_cos: array<f32>;
-@group(0) @binding(6) var<storage, read> rope_sin: array<f32>;
-@group(0) @binding(7) var<storage, read_write> q_out: array<f32>;
-@group(0) @binding(8) var<storage, read_write> k_cache: array<f32>;
-@group(0) @binding(9) var<storage, read_write> v_cache: array<f32>;
+// One workgroup of 64 threads per head (grid x) and row (grid y).
 
 const WG: u32 = 64u;
 const MAX_HD: u32 = 256u;
 var<workgroup> head: array<f32, MAX_HD>;
 var<workgroup> partial: array<f32, WG>;
 
-fn bf16_at(buf_is_q: bool, i: u32) -> f32 {
-    var word: u32;
-    if (buf_is_q) {
-        word = q_norm[i / 2u];
-    } else {
-        word = k_norm[i / 2u];
-    }
-    if (i % 2u == 0u) {
-        return bitcast<f32>(word << 16u);
-    }
-    return bitcast<f32>(word & 0xffff0000u);
-}
-
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let h = wid.x;
-    let r = wid.y * max(p.rows_per_group, 1u) + wid.z;
+    let r = dispatch_row(wid);
     let hd = p.head_dim;
     let row = rows[r];
-    var cache_pos = row.pos;
-    if (p.wrap != 0u) {
-        cache_pos = row.pos % p.max_pos;
-    }
     let src = r * p.qkv_stride + h * hd;
     let is_q = h < p.n_heads;
     let is_v = h >= p.n_heads + p.n_kv_heads;
     if (is_v) {
-        let kvh = h - p.n_heads - p.n_kv_heads;
-        let dst = ((row.slot * p.n_kv_heads + kvh) * p.max_pos + cache_pos) * hd;
+        let dst = cache_base(row, h - p.n_heads - p.n_kv_heads);
         for (var d = t; d < hd; d += WG) {
             v_cache[dst + d] = qkv[src + d];
         }
@@ -97,8 +48,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
     if (is_q) {
         dst = r * p.q_stride + h * hd;
     } else {
-        let kvh = h - p.n_heads;
-        dst = ((row.slot * p.n_kv_heads + kvh) * p.max_pos + cache_pos) * hd;
+        dst = cache_base(row, h - p.n_heads);
     }
     for (var d = t; d < half; d += WG) {
         let c = rope_cos[tb + d];

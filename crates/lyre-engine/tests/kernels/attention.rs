@@ -1,6 +1,6 @@
 use lyre_engine::gpu::{RowCount, RowCounts};
 use lyre_engine::kernels::attention::{Attention, AttentionKernel};
-use lyre_engine::kernels::qk_norm_rope::{Heads, KvCache, QkNormRope, RowLayout};
+use lyre_engine::kernels::qk_norm_rope::{Heads, KvCache, QkNormRope, RopeKernel, RowLayout};
 
 use crate::support::*;
 
@@ -51,14 +51,18 @@ fn cpu_norm_rope(v: &[f32], w: Option<&[f32]>, pos: usize, c: &[f32], s: &[f32])
 /// the subgroup kernel.
 fn run_case(case: &Case, seed: u64) {
     let gpu = Gpu::new();
-    run_case_with(&gpu, case, seed, AttentionKernel::PerThread);
+    run_case_with(&gpu, case, seed, RopeKernel::PerHead, AttentionKernel::PerThread);
     let size = gpu.ctx.fixed_subgroup_size().expect("the test adapter has fixed-size subgroups");
-    if AttentionKernel::fits(size, case.heads.head_dim) {
-        run_case_with(&gpu, case, seed, AttentionKernel::Subgroup { size });
+    let hd = case.heads.head_dim;
+    if AttentionKernel::fits(size, hd) {
+        run_case_with(&gpu, case, seed, RopeKernel::PerHead, AttentionKernel::Subgroup { size });
+    }
+    if RopeKernel::fits(size, hd) {
+        run_case_with(&gpu, case, seed, RopeKernel::Subgroup { size }, AttentionKernel::PerThread);
     }
 }
 
-fn run_case_with(gpu: &Gpu, case: &Case, seed: u64, kernel: AttentionKernel) {
+fn run_case_with(gpu: &Gpu, case: &Case, seed: u64, rope_kernel: RopeKernel, kernel: AttentionKernel) {
     let mut rng = rng(seed);
     let h = case.heads;
     let (nh, nkv, hd) = (h.n_heads as usize, h.n_kv_heads as usize, h.head_dim as usize);
@@ -93,7 +97,7 @@ fn run_case_with(gpu: &Gpu, case: &Case, seed: u64, kernel: AttentionKernel) {
         cache,
         rows: RowCount::Talker,
     }
-    .build(&env);
+    .build_kernel(&env, RowLayout::default(), rope_kernel);
     let attn = Attention {
         label: "attn",
         heads: h,
@@ -147,7 +151,7 @@ fn run_case_with(gpu: &Gpu, case: &Case, seed: u64, kernel: AttentionKernel) {
         }
     }
     let q_want: Vec<f32> = qs.iter().flatten().flatten().cloned().collect();
-    assert_close("q after norm+rope", &gpu.read::<f32>(&q_b), &q_want, 1e-5);
+    assert_close(&format!("q after norm+rope ({rope_kernel:?})"), &gpu.read::<f32>(&q_b), &q_want, 1e-5);
     assert_close(&format!("attention output ({kernel:?})"), &gpu.read::<f32>(&out_b), &want, 2e-5);
 }
 

@@ -1,4 +1,5 @@
 use lyre_engine::gpu::{RowCount, RowCounts};
+use lyre_engine::kernels::gemm_tile::GemmTile;
 use lyre_engine::kernels::matmul::{Activation, Input, Matmul, MatmulKernel, Output};
 use lyre_engine::kernels::rms_norm::{RmsNorm, WeightFormat};
 use lyre_engine::kernels::swiglu::SwiGlu;
@@ -31,7 +32,7 @@ fn matmul_matches_cpu_on_odd_shapes() {
     kernels.extend(gemm_kernels());
     for kernel in kernels {
         let shapes: &[(usize, usize, usize)] = if matches!(kernel, MatmulKernel::Gemm { .. }) {
-            &[(1, 32, 1), (33, 64, 70), (70, 96, 130), (5, 256, 65)]
+            &[(1, 32, 1), (33, 64, 70), (70, 96, 130), (5, 256, 65), (130, 64, 140)]
         } else {
             &[(1, 4, 1), (3, 36, 70), (7, 100, 130), (13, 64, 65), (20, 260, 33)]
         };
@@ -196,7 +197,7 @@ fn gemm_matmul_reads_strided_rows() {
         output: Output::Overwrite,
         activation: Activation::None,
     }
-    .build_sequence(&gpu.env(), MatmulKernel::Gemm { bm: 16, split: 2 })
+    .build_sequence(&gpu.env(), MatmulKernel::Gemm { tile: GemmTile::ROWS_16, split: 2 })
     .unwrap();
     gpu.run(RowCounts { talker_rows: 0, sessions: m as u32 }, &d);
     assert_close("GEMM strided matmul", &gpu.read::<f32>(&ybuf), &cpu_matmul(&odd, &w, None, m, k, n), 1e-4);

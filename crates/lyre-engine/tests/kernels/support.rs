@@ -1,3 +1,5 @@
+use std::sync::{Arc, OnceLock};
+
 use bytemuck::Pod;
 use half::bf16;
 use lyre_engine::gpu::{read_buffer, run_now, Dispatch, GpuContext, GpuOptions, RowCounts};
@@ -6,16 +8,27 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 pub struct Gpu {
-    pub ctx: GpuContext,
+    pub ctx: Arc<GpuContext>,
     pub counts: wgpu::Buffer,
     pub dummy: wgpu::Buffer,
     pub scratch: wgpu::Buffer,
     pub partials: wgpu::Buffer,
 }
 
+/// One device per test process, shared by every test (each with its own buffers): devices are
+/// slow to create, and some drivers stop listing adapters after a few dozen in one process.
+fn shared_context() -> Arc<GpuContext> {
+    static CONTEXT: OnceLock<Arc<GpuContext>> = OnceLock::new();
+    CONTEXT
+        .get_or_init(|| {
+            Arc::new(GpuContext::new(&GpuOptions::from_env()).expect("a wgpu adapter (CI uses lavapipe)"))
+        })
+        .clone()
+}
+
 impl Gpu {
     pub fn new() -> Self {
-        let ctx = GpuContext::new(&GpuOptions::from_env()).expect("a wgpu adapter (CI uses lavapipe)");
+        let ctx = shared_context();
         let counts = ctx.storage_zeroed("counts", 16).unwrap();
         let dummy = ctx.storage_zeroed("dummy", 16).unwrap();
         let scratch = ctx.storage_zeroed("scratch", 16).unwrap();
@@ -72,14 +85,17 @@ pub fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) {
     assert!(got.iter().all(|x| x.is_finite()), "{what}: non-finite output");
 }
 
-/// The GEMM variants the kernel tests cover: every tile height, without a split, with an even
-/// split and with one that leaves the last workgroup fewer chunks of K.
+/// The GEMM variants the kernel tests cover: every tile, without a split, with an even split
+/// and with one that leaves the last workgroup fewer chunks of K.
 pub fn gemm_kernels() -> Vec<lyre_engine::kernels::matmul::MatmulKernel> {
+    use lyre_engine::kernels::gemm_tile::GemmTile;
     use lyre_engine::kernels::matmul::MatmulKernel::Gemm;
     vec![
-        Gemm { bm: 16, split: 1 },
-        Gemm { bm: 32, split: 2 },
-        Gemm { bm: 64, split: 3 },
-        Gemm { bm: 16, split: 4 },
+        Gemm { tile: GemmTile::ROWS_16, split: 1 },
+        Gemm { tile: GemmTile::ROWS_32, split: 2 },
+        Gemm { tile: GemmTile::ROWS_64, split: 3 },
+        Gemm { tile: GemmTile::ROWS_16, split: 4 },
+        Gemm { tile: GemmTile::ROWS_128, split: 2 },
+        Gemm { tile: GemmTile::ROWS_128_WIDE, split: 1 },
     ]
 }

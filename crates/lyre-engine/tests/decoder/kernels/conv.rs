@@ -2,23 +2,25 @@ use lyre_engine::kernels::conv1d::{
     pack_conv, pack_conv_transpose, pack_linear, Activation, Conv1d, PackedConv, Residual,
 };
 use lyre_engine::kernels::depthwise_conv::DepthwiseConv;
+use lyre_engine::kernels::gemm_tile::GemmTile;
 use lyre_engine::kernels::seq_view::SeqView;
 
 use super::*;
 
-/// Which conv1d kernel a case runs: the site's own choice (today's kernel, or the tiled one
-/// where `LYRE_CONV_TILED_MIN_ROWS` asks for it), or the tiled kernel whatever the row count.
+/// Which conv1d kernel a case runs: the site's own choice (today's kernel, or the GEMM one
+/// where `LYRE_CONV_GEMM_MIN_ROWS` asks for it), or the GEMM kernel with a given tile whatever
+/// the row count.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Kernel {
     Site,
-    Tiled,
+    Gemm(GemmTile),
 }
 
 impl Kernel {
     pub(super) fn build(self, conv: Conv1d, gpu: &Gpu) -> Dispatch {
         match self {
             Kernel::Site => conv.build(&gpu.env()),
-            Kernel::Tiled => conv.build_tiled(&gpu.env()),
+            Kernel::Gemm(tile) => conv.build_gemm(&gpu.env(), tile),
         }
         .unwrap()
     }

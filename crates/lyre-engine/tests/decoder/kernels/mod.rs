@@ -2,9 +2,11 @@
 //! from "earlier steps", wrapping around) where the kernel reads history.
 
 mod conv;
-mod conv_tiled;
+mod conv_gemm;
 mod elementwise;
 mod norm;
+
+use std::sync::{Arc, OnceLock};
 
 use bytemuck::Pod;
 use lyre_engine::gpu::{read_buffer, run_now, Dispatch, GpuContext, GpuOptions, RowCounts};
@@ -15,16 +17,27 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 pub struct Gpu {
-    pub ctx: GpuContext,
+    pub ctx: Arc<GpuContext>,
     pub counts: wgpu::Buffer,
     pub dummy: wgpu::Buffer,
     pub scratch: wgpu::Buffer,
     pub partials: wgpu::Buffer,
 }
 
+/// One device per test process, shared by every test (each with its own buffers): devices are
+/// slow to create, and some drivers stop listing adapters after a few dozen in one process.
+fn shared_context() -> Arc<GpuContext> {
+    static CONTEXT: OnceLock<Arc<GpuContext>> = OnceLock::new();
+    CONTEXT
+        .get_or_init(|| {
+            Arc::new(GpuContext::new(&GpuOptions::from_env()).expect("a wgpu adapter (CI uses lavapipe)"))
+        })
+        .clone()
+}
+
 impl Gpu {
     pub fn new() -> Self {
-        let ctx = GpuContext::new(&GpuOptions::from_env()).expect("a wgpu adapter (CI uses lavapipe)");
+        let ctx = shared_context();
         let counts = ctx.storage_zeroed("counts", 16).unwrap();
         let dummy = ctx.storage_zeroed("dummy", 16).unwrap();
         let scratch = ctx.storage_zeroed("scratch", 16).unwrap();
