@@ -9,7 +9,7 @@
 #   h200.sh official  the official implementation alone
 # Everything lands in $OUT/results.tgz, saved after each step.
 set -uo pipefail
-MODE=${1:-ab}
+MODE=${1:-final}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 for f in .gl/*.deb; do dpkg -x "$f" /; done

@@ -175,3 +175,63 @@ pub(super) fn dispatches(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The talker's and code predictor's matmul shapes (n, k) on 0.6B and 1.7B.
+    const SHAPES: [(u32, u32); 8] = [
+        (4096, 1024),
+        (1024, 2048),
+        (6144, 1024),
+        (1024, 3072),
+        (3072, 1024),
+        (2048, 1024),
+        (8192, 2048),
+        (2048, 6144),
+    ];
+
+    #[test]
+    fn levels_cover_every_row_count_once() {
+        let levels = levels_with(GemmTile::ROWS_128);
+        assert_eq!(levels[0].min_rows, 1);
+        for pair in levels.windows(2) {
+            assert_eq!(pair[1].min_rows, pair[0].max_rows + 1);
+            assert!(pair[0].tile.rows() <= pair[1].tile.rows());
+        }
+        assert_eq!(levels.last().unwrap().max_rows, u32::MAX);
+    }
+
+    #[test]
+    fn splits_fill_the_grid_within_the_partials() {
+        for level in levels_with(GemmTile::ROWS_128) {
+            for (n, k) in SHAPES {
+                let split = split_for(&level, n, k, PARTIALS_BYTES);
+                assert!(split.is_power_of_two() && split <= MAX_SPLIT, "{n}x{k}: split {split}");
+                if level.target_groups == 0 {
+                    assert_eq!(split, 1, "no split from {} rows", level.min_rows);
+                    continue;
+                }
+                let fits = |s: u32| s as u64 * level.max_rows as u64 * n as u64 * 4 <= PARTIALS_BYTES;
+                assert!(split == 1 || fits(split), "{n}x{k} at {} rows: partials overflow", level.min_rows);
+                assert!(k / level.tile.bk / split >= 2, "{n}x{k}: fewer than two chunks per split");
+                // Stopped for a reason: the target reached, K too short, the partials full, or the cap.
+                let tiles = groups(n, level.tile.cols()) * groups(level.min_rows, level.tile.rows());
+                let reached = tiles * split >= level.target_groups;
+                let short = k / level.tile.bk < 4 * split;
+                assert!(reached || short || !fits(2 * split) || split == MAX_SPLIT, "{n}x{k}: split {split}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_1024_wide_projection_of_32_rows_fills_512_workgroups() {
+        let level = &levels_with(GemmTile::ROWS_128)[1];
+        assert_eq!(level.tile, GemmTile::ROWS_32);
+        // o: 16 column tiles of 64, K = 2048 in 64 chunks of 32 → 32 splits of 2 chunks.
+        assert_eq!(split_for(level, 1024, 2048, PARTIALS_BYTES), 32);
+        // Without room for partials there is no split.
+        assert_eq!(split_for(level, 1024, 2048, 16), 1);
+    }
+}

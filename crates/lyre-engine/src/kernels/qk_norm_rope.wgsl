@@ -43,26 +43,8 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
     }
     workgroupBarrier();
     let half = hd / 2u;
-    let tb = row.pos * half;
-    var dst: u32;
-    if (is_q) {
-        dst = r * p.q_stride + h * hd;
-    } else {
-        dst = cache_base(row, h - p.n_heads);
-    }
+    let dst = rotated_base(r, h, row);
     for (var d = t; d < half; d += WG) {
-        let c = rope_cos[tb + d];
-        let s = rope_sin[tb + d];
-        let a = head[d];
-        let b = head[d + half];
-        let lo = a * c - b * s;
-        let hi = b * c + a * s;
-        if (is_q) {
-            q_out[dst + d] = lo;
-            q_out[dst + d + half] = hi;
-        } else {
-            k_cache[dst + d] = lo;
-            k_cache[dst + d + half] = hi;
-        }
+        store_rotated(is_q, dst, d, row.pos, head[d], head[d + half]);
     }
 }

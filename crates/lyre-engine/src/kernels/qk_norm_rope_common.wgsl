@@ -57,3 +57,28 @@ fn cache_base(row: Row, kvh: u32) -> u32 {
     }
     return ((row.slot * p.n_kv_heads + kvh) * p.max_pos + cache_pos) * p.head_dim;
 }
+
+// Where head h (q or k) of dispatch row r goes: its q row, or the K cache at the row's position.
+fn rotated_base(r: u32, h: u32, row: Row) -> u32 {
+    if (h < p.n_heads) {
+        return r * p.q_stride + h * p.head_dim;
+    }
+    return cache_base(row, h - p.n_heads);
+}
+
+// Rotates the pair (a, b) = (head[d], head[d + head_dim / 2]) by position `pos` and stores it
+// from `dst`: into q_out for a q head, the K cache for a k head.
+fn store_rotated(is_q: bool, dst: u32, d: u32, pos: u32, a: f32, b: f32) {
+    let half = p.head_dim / 2u;
+    let c = rope_cos[pos * half + d];
+    let s = rope_sin[pos * half + d];
+    let lo = a * c - b * s;
+    let hi = b * c + a * s;
+    if (is_q) {
+        q_out[dst + d] = lo;
+        q_out[dst + d + half] = hi;
+    } else {
+        k_cache[dst + d] = lo;
+        k_cache[dst + d + half] = hi;
+    }
+}

@@ -50,31 +50,12 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
             }
         }
     }
-    let half = hd / 2u;
-    let tb = row.pos * half;
-    var dst: u32;
-    if (is_q) {
-        dst = r * p.q_stride + h * hd;
-    } else {
-        dst = cache_base(row, h - p.n_heads);
-    }
+    let dst = rotated_base(r, h, row);
     for (var i = 0u; i < MAX_DPL / 2u; i++) {
         if (i >= DPL / 2u) {
             break;
         }
         let d = lane + i * SG;
-        let c = rope_cos[tb + d];
-        let s = rope_sin[tb + d];
-        let a = v[i];
-        let b = v[i + DPL / 2u];
-        let lo = a * c - b * s;
-        let hi = b * c + a * s;
-        if (is_q) {
-            q_out[dst + d] = lo;
-            q_out[dst + d + half] = hi;
-        } else {
-            k_cache[dst + d] = lo;
-            k_cache[dst + d + half] = hi;
-        }
+        store_rotated(is_q, dst, d, row.pos, v[i], v[i + DPL / 2u]);
     }
 }

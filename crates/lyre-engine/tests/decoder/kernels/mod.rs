@@ -6,66 +6,20 @@ mod conv_gemm;
 mod elementwise;
 mod norm;
 
-use std::sync::{Arc, OnceLock};
-
-use bytemuck::Pod;
-use lyre_engine::gpu::{read_buffer, run_now, Dispatch, GpuContext, GpuOptions, RowCounts};
+use lyre_engine::gpu::{run_now, Dispatch, RowCounts};
 use lyre_engine::kernels::seq_view::{SeqLayout, SeqView};
-use lyre_engine::kernels::Env;
 use lyre_engine::sampling::SessionDesc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-pub struct Gpu {
-    pub ctx: Arc<GpuContext>,
-    pub counts: wgpu::Buffer,
-    pub dummy: wgpu::Buffer,
-    pub scratch: wgpu::Buffer,
-    pub partials: wgpu::Buffer,
-}
-
-/// One device per test process, shared by every test (each with its own buffers): devices are
-/// slow to create, and some drivers stop listing adapters after a few dozen in one process.
-fn shared_context() -> Arc<GpuContext> {
-    static CONTEXT: OnceLock<Arc<GpuContext>> = OnceLock::new();
-    CONTEXT
-        .get_or_init(|| {
-            Arc::new(GpuContext::new(&GpuOptions::from_env()).expect("a wgpu adapter (CI uses lavapipe)"))
-        })
-        .clone()
-}
+#[path = "../../common/gpu.rs"]
+mod gpu;
+pub use gpu::Gpu;
 
 impl Gpu {
-    pub fn new() -> Self {
-        let ctx = shared_context();
-        let counts = ctx.storage_zeroed("counts", 16).unwrap();
-        let dummy = ctx.storage_zeroed("dummy", 16).unwrap();
-        let scratch = ctx.storage_zeroed("scratch", 16).unwrap();
-        let partials = ctx.storage_zeroed("partials", 8 << 20).unwrap();
-        Gpu { ctx, counts, dummy, scratch, partials }
-    }
-
-    pub fn env(&self) -> Env<'_> {
-        Env {
-            ctx: &self.ctx,
-            counts: &self.counts,
-            dummy: &self.dummy,
-            scratch: &self.scratch,
-            partials: &self.partials,
-        }
-    }
-
     pub fn run(&self, sessions: usize, dispatches: &[Dispatch]) {
         let counts = RowCounts { talker_rows: 0, sessions: sessions as u32 };
         run_now(&self.ctx, &self.counts, &counts, dispatches).expect("GPU run");
-    }
-
-    pub fn buf<T: Pod>(&self, data: &[T]) -> wgpu::Buffer {
-        self.ctx.storage_from("test", data).unwrap()
-    }
-
-    pub fn read<T: Pod>(&self, b: &wgpu::Buffer) -> Vec<T> {
-        read_buffer(&self.ctx, b).unwrap()
     }
 
     /// Session descriptors `(slot, frame)`.
