@@ -7,6 +7,8 @@
 #                     GPU (`.whl` carried; QB_SECTIONS chooses bench_qwen.py's sections), 1.7B,
 #                     and a per-dispatch profile
 #   h200.sh official  the official implementation alone
+#   h200.sh parity    the fixture-parity tests that need only the CustomVoice fixture, as shipped
+#                     and with the GEMMs forced at every row count (carry .gl and .fx only)
 # Everything lands in $OUT/results.tgz, saved after each step.
 set -uo pipefail
 MODE=${1:-final}
@@ -100,6 +102,16 @@ final)
   ;;
 official)
   official
+  ;;
+parity)
+  export LYRE_SHARED=$PWD/.fx
+  t="e2e::custom_voice_greedy_cases_match_reference batch::batched_sessions_equal_solo_runs
+     batch::reused_slots_give_identical_audio pipeline:: talker::talker_layer_zero_input_is_the_prefill"
+  # shellcheck disable=SC2086
+  .fx/test-parity --test-threads 2 $t 2>&1 | tee "$OUT/parity.log" | grep -E "^test result|FAILED"
+  # shellcheck disable=SC2086
+  LYRE_GEMM_MIN_ROWS=1 LYRE_CONV_GEMM_MIN_ROWS=1 .fx/test-parity --test-threads 2 $t 2>&1 \
+    | tee "$OUT/parity-forced.log" | grep -E "^test result|FAILED"
   ;;
 esac
 save

@@ -4,11 +4,13 @@
 #   .dev/  the release `lyre`, the kernel-test binaries, make_random_real.py with the 0.6B and 1.7B
 #          CustomVoice manifests and the tokenizer files, and the official baseline script
 #   .whl/  the wheels the official baseline needs beside the machine's torch
+#   .fx/   the fixture-parity test binary and the tiny CustomVoice fixture without its decoder
+#          stage references (44 MB: carry it alone with .gl, for `h200.sh parity`)
 # Then: device run with carry [".gl", ".dev", ".whl"] and `bash scripts/device/h200.sh MODE`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SHARED="${LYRE_SHARED:-$(cd .. && pwd)/shared}"
-grep -qx '/.gl/' .git/info/exclude 2>/dev/null || printf '/.gl/\n/.dev/\n/.whl/\n' >> .git/info/exclude
+grep -qx '/.gl/' .git/info/exclude 2>/dev/null || printf '/.gl/\n/.dev/\n/.whl/\n/.fx/\n' >> .git/info/exclude
 
 if [ ! -e .gl/libvulkan1_*.deb ] 2>/dev/null || [ -z "$(ls .gl/*.deb 2>/dev/null)" ]; then
   mkdir -p .gl /tmp/amd64/partial
@@ -18,16 +20,22 @@ if [ ! -e .gl/libvulkan1_*.deb ] 2>/dev/null || [ -z "$(ls .gl/*.deb 2>/dev/null
 fi
 
 cargo build --release --locked -p lyre-server
-bins=$(cargo test --release --locked -p lyre-engine --test kernels --test decoder --no-run --message-format=json 2>/dev/null \
+bins=$(cargo test --release --locked -p lyre-engine --test kernels --test decoder --test parity --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         print(m["target"]["name"], m["executable"])')
-rm -rf .dev && mkdir -p .dev/manifests .dev/tok
+rm -rf .dev .fx && mkdir -p .dev/manifests .dev/tok .fx/fixtures/tiny-custom-voice/refs
 cp target/release/lyre .dev/
-while read -r name path; do cp "$path" ".dev/test-$name"; done <<< "$bins"
-strip .dev/lyre .dev/test-* 2>/dev/null || true
+while read -r name path; do
+  case "$name" in parity) cp "$path" .fx/test-parity ;; *) cp "$path" ".dev/test-$name" ;; esac
+done <<< "$bins"
+strip .dev/lyre .dev/test-* .fx/test-parity 2>/dev/null || true
+fx="$SHARED/fixtures/tiny-custom-voice"
+(cd "$fx" && cp -r config.json generation_config.json merges.txt model.safetensors speech_tokenizer \
+  tokenizer_config.json vocab.json "$OLDPWD/.fx/fixtures/tiny-custom-voice/")
+find "$fx/refs" -maxdepth 1 -type f ! -name speech_decoder.safetensors -exec cp {} .fx/fixtures/tiny-custom-voice/refs/ \;
 cp "$SHARED/reference/oracle/make_random_real.py" "$SHARED/reference/oracle/tiny_configs.py" .dev/
 for m in 0.6B-CustomVoice 1.7B-CustomVoice; do
   cp "$SHARED/reference/manifests/Qwen3-TTS-12Hz-$m.json" .dev/manifests/
@@ -40,4 +48,4 @@ if [ -z "$(ls .whl/*.whl 2>/dev/null)" ]; then
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     -d .whl qwen-tts==0.1.1 transformers==4.57.3 accelerate==1.12.0 huggingface_hub==0.36.2 tokenizers==0.22.2
 fi
-du -sh .gl .dev .whl
+du -sh .gl .dev .fx .whl
