@@ -2,11 +2,19 @@
 # The benchmark driver for the lent H200 (run from the checkout root there, with `.gl`, `.dev` and,
 # for the baseline, `.whl` carried; scripts/device/prepare.sh fills them here). Results go to $OUT.
 #   h200.sh tests     the kernel tests (CPU references) on the GPU
-#   h200.sh final     `lyre bench` on 0.6B at batch 256 with each tile switch, keeping the faster;
-#                     then 0.6B over every batch, the official PyTorch implementation on the same
-#                     GPU (`.whl` carried; QB_SECTIONS chooses bench_qwen.py's sections), 1.7B,
-#                     and a per-dispatch profile
+#   h200.sh final     `lyre bench` on 0.6B over every batch, v7's codec conv rule at 32 and 128,
+#                     the official PyTorch implementation on the same GPU (`.whl` carried;
+#                     QB_SECTIONS chooses bench_qwen.py's sections), 1.7B, and a per-dispatch
+#                     profile
+#   h200.sh check     the kernel tests and 0.6B at batch 1 and 32 (a quick look at a change)
 #   h200.sh official  the official implementation alone
+#   h200.sh v8        the kernel tests, the mat-vec microbenchmark at 1 and 2 rows, 0.6B at batch
+#                     1/8/32 with each mat-vec kernel, and per-dispatch profiles at 8/32/128 with
+#                     the codec's convs as chosen and as GEMMs everywhere (per-layer crossover)
+#   h200.sh matvec    the kernel tests, the mat-vec microbenchmark (benches/matvec.rs), and 0.6B at
+#                     batch 1/8/32 as built and with each v8 change off (LYRE_MATVEC=0,
+#                     LYRE_FUSED_ATTENTION=0, both), with the codec convs as GEMMs at every row
+#                     count, and 1.7B at batch 1/32 as built and as v7
 #   h200.sh parity    the fixture-parity tests that need only the CustomVoice fixture, as shipped
 #                     and with the GEMMs forced at every row count (carry .gl and .fx only)
 # Everything lands in $OUT/results.tgz, saved after each step.
@@ -38,24 +46,18 @@ bench() { # bench TAG DIR ARGS... (env set by the caller)
   grep -A 12 "^ batch" "$OUT/bench-$tag.txt" | grep -v "^ *[0-9.]* ms" | sed "s/^/$tag  /"
 }
 
-# fastest TAG... : the tag whose bench-TAG.json has the lowest ms/frame at its largest batch.
-fastest() {
-  python3 - "$OUT" "$@" <<'PY'
-import json, sys
-out, tags = sys.argv[1], sys.argv[2:]
-def ms(tag):
-    try:
-        runs = json.load(open(f"{out}/bench-{tag}.json"))["runs"]
-        return max(runs, key=lambda r: r["batch"])["ms_per_frame"]
-    except Exception:
-        return float("inf")
-print(min(tags, key=ms))
-PY
-}
-
 # save: everything so far into $OUT/results.tgz (one file comes back even if a later step is cut).
 save() {
   tar -C "$OUT" --exclude results.tgz -czf /tmp/results.tgz . && mv /tmp/results.tgz "$OUT/results.tgz"
+}
+
+# kernel_tests: the kernel tests (CPU references) on the GPU.
+kernel_tests() {
+  for t in .dev/test-kernels .dev/test-decoder; do
+    $t --test-threads 1 kernels linear fused conv attention > "$OUT/$(basename $t).log" 2>&1
+    echo "$(basename $t): $(grep -E '^test result' "$OUT/$(basename $t).log")"
+    grep -E "FAILED|panicked" "$OUT/$(basename $t).log" | head -5
+  done
 }
 
 official() {
@@ -72,26 +74,14 @@ official() {
 
 case "$MODE" in
 tests)
-  for t in .dev/test-kernels .dev/test-decoder; do
-    $t --test-threads 1 kernels linear fused conv attention > "$OUT/$(basename $t).log" 2>&1
-    echo "$(basename $t): $(grep -E '^test result' "$OUT/$(basename $t).log")"
-    grep -E "FAILED|panicked" "$OUT/$(basename $t).log" | head -5
-  done
+  kernel_tests
   ;;
 final)
   model 0.6B-CustomVoice /tmp/m06
-  # The tile switches measured against each other at batch 256; each winner is kept.
-  for tile in 64 128 128x128; do
-    LYRE_CONV_TILE=$tile bench conv$tile /tmp/m06 --batch 256 --frames 8
-  done
-  best=$(fastest conv64 conv128 conv128x128); export LYRE_CONV_TILE=${best#conv}
-  for tile in 64 128; do
-    LYRE_GEMM_LARGE_TILE=$tile bench large$tile /tmp/m06 --batch 256 --frames 8
-  done
-  best=$(fastest large64 large128); export LYRE_GEMM_LARGE_TILE=${best#large}
-  env | grep -E "^LYRE_(CONV|GEMM)" | tee "$OUT/choices.env"
-  save
   bench h200-0.6b /tmp/m06 --batch 1,8,32,64,128,256 --frames 30
+  save
+  # v7's conv rule (GEMM from 4096 live rows; the 1-column output conv too) against v8's.
+  LYRE_CONV_GEMM_MIN_ROWS=4096 bench convrule-v7 /tmp/m06 --batch 32,128 --frames 10
   save
   official
   save
@@ -102,6 +92,40 @@ final)
   ;;
 official)
   official
+  ;;
+check)
+  kernel_tests
+  model 0.6B-CustomVoice /tmp/m06
+  bench check /tmp/m06 --batch 1,32 --frames 30
+  ;;
+v8)
+  kernel_tests
+  LYRE_BENCH_ROWS=1,2 .dev/bench-matvec > "$OUT/matvec.md" 2>&1; cat "$OUT/matvec.md"
+  save
+  model 0.6B-CustomVoice /tmp/m06
+  bench new /tmp/m06 --batch 1,8,32 --frames 30
+  LYRE_MATVEC=0 bench nomatvec /tmp/m06 --batch 1,8,32 --frames 30
+  save
+  bench profile /tmp/m06 --batch 8,32,128 --frames 3 --profile-dispatches
+  LYRE_CONV_GEMM_MIN_ROWS=1 bench profile-convgemm /tmp/m06 --batch 8,32,128 --frames 3 --profile-dispatches
+  ;;
+matvec)
+  kernel_tests
+  log "matvec microbenchmark"
+  .dev/bench-matvec > "$OUT/matvec.md" 2>&1; cat "$OUT/matvec.md"
+  save
+  model 0.6B-CustomVoice /tmp/m06
+  bench new /tmp/m06 --batch 1,8,32 --frames 30
+  LYRE_MATVEC=0 bench nomatvec /tmp/m06 --batch 1,8,32 --frames 30
+  LYRE_FUSED_ATTENTION=0 bench nofused /tmp/m06 --batch 1,8,32 --frames 30
+  LYRE_MATVEC=0 LYRE_FUSED_ATTENTION=0 bench v7 /tmp/m06 --batch 1,8,32 --frames 30
+  LYRE_CONV_GEMM_MIN_ROWS=1 bench convgemm1 /tmp/m06 --batch 1,8,32 --frames 30
+  save
+  bench profile-b1 /tmp/m06 --batch 1 --frames 5 --profile-dispatches
+  save
+  model 1.7B-CustomVoice /tmp/m17
+  bench new-1.7b /tmp/m17 --batch 1,32 --frames 30
+  LYRE_MATVEC=0 LYRE_FUSED_ATTENTION=0 bench v7-1.7b /tmp/m17 --batch 1,32 --frames 30
   ;;
 parity)
   export LYRE_SHARED=$PWD/.fx

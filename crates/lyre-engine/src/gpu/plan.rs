@@ -13,9 +13,10 @@ pub struct RowCounts {
 }
 
 impl RowCounts {
-    /// As uploaded to the GPU `counts` buffer: [talker rows, sessions, 2 × sessions, 0].
+    /// As uploaded to the GPU `counts` buffer: [talker rows, sessions, 2 × sessions, talker
+    /// rows beyond one per session].
     pub fn as_array(&self) -> [u32; 4] {
-        [self.talker_rows, self.sessions, 2 * self.sessions, 0]
+        [self.talker_rows, self.sessions, 2 * self.sessions, self.talker_rows.saturating_sub(self.sessions)]
     }
 }
 
@@ -27,6 +28,8 @@ pub enum RowCount {
     Sessions = 1,
     /// The code predictor's first step: two rows per session.
     CpPrefill = 2,
+    /// Talker rows beyond one per session (prompt rows): 0 when every session is decoding.
+    TalkerExtra = 3,
 }
 
 impl RowCount {
@@ -35,6 +38,7 @@ impl RowCount {
             RowCount::Talker => c.talker_rows,
             RowCount::Sessions => c.sessions,
             RowCount::CpPrefill => 2 * c.sessions,
+            RowCount::TalkerExtra => c.talker_rows.saturating_sub(c.sessions),
         }
     }
 

@@ -13,7 +13,11 @@ pub const SOURCE: KernelSource = KernelSource {
 };
 pub const SOURCE_SUBGROUP: KernelSource = KernelSource {
     name: "attention_sg",
-    wgsl: concat!(include_str!("descriptors.wgsl"), include_str!("attention_sg.wgsl")),
+    wgsl: concat!(
+        include_str!("descriptors.wgsl"),
+        include_str!("attention_merge_sg.wgsl"),
+        include_str!("attention_sg.wgsl")
+    ),
 };
 
 /// Head dims per lane the subgroup kernel can hold (its `MAX_DPL`).

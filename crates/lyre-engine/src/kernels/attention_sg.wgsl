@@ -29,17 +29,9 @@ struct Params {
 @group(0) @binding(4) var<storage, read> v_cache: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
-const WG: u32 = 256u;
-const MAX_DPL: u32 = 8u;
-// WG / the smallest subgroup (4) subgroups; WG × MAX_DPL partial outputs.
-const MAX_NSG: u32 = 64u;
-const NEG: f32 = -3.0e38;
 
 var<workgroup> wg_pos: u32;
 var<workgroup> wg_slot: u32;
-var<workgroup> sg_max: array<f32, MAX_NSG>;
-var<workgroup> sg_sum: array<f32, MAX_NSG>;
-var<workgroup> sg_acc: array<f32, 2048>;
 
 fn cache_row(j: u32) -> u32 {
     if (p.wrap != 0u) {
@@ -106,29 +98,5 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
         }
         m_run = m_new;
     }
-    if (lane == 0u) {
-        sg_max[s] = m_run;
-        sg_sum[s] = l_run;
-    }
-    for (var i = 0u; i < MAX_DPL; i++) {
-        if (i < dpl) {
-            sg_acc[s * hd + lane + i * SG] = acc[i];
-        }
-    }
-    workgroupBarrier();
-    var m_all = NEG;
-    for (var g = 0u; g < nsg; g++) {
-        m_all = max(m_all, sg_max[g]);
-    }
-    var l_all = 0.0;
-    for (var g = 0u; g < nsg; g++) {
-        l_all += sg_sum[g] * exp(sg_max[g] - m_all);
-    }
-    for (var d = t; d < hd; d += WG) {
-        var o = 0.0;
-        for (var g = 0u; g < nsg; g++) {
-            o += sg_acc[g * hd + d] * exp(sg_max[g] - m_all);
-        }
-        out[r * p.out_stride + h * hd + d] = o / l_all;
-    }
+    merge_and_store(t, s, lane, dpl, hd, m_run, l_run, acc, r * p.out_stride + h * hd);
 }

@@ -21,28 +21,53 @@ pub const SOURCE: KernelSource = KernelSource {
     ),
 };
 
-/// Default live rows (sessions × input rows per session) from which a layer takes the GEMM.
-/// Batch 1 (at most 1920 rows, in the last vocoder block) keeps today's kernel, whose many small
-/// workgroups suit a latency-bound tick; a 128-row tile needs a few hundred tiles to fill an
-/// H200.
-const DEFAULT_MIN_ROWS: u32 = 4096;
+/// The default policy, from per-layer profiles of both kernels on an H200 at batch 8, 32 and 128
+/// (docs/PERFORMANCE.md, v8): the GEMM wins once a layer's tick fills at least one 128-row tile
+/// and its grid has ~60 tiles (half the SMs); below that today's kernel, whose many small
+/// workgroups suit small ticks, is faster (the decoder's transformer linears never reach it).
+const DEFAULT_MIN_ROWS: u32 = 128;
+const DEFAULT_MIN_TILES: u32 = 60;
 /// Layers narrower than this keep today's kernel by default (the output conv has 1 column, which
 /// would leave 63 of every 64 tile columns idle).
 const DEFAULT_MIN_COLS: u32 = 32;
 
-/// When a layer takes the GEMM: at least `min_rows` live rows and `min_cols` virtual columns.
+/// When a layer takes the GEMM: at least `min_rows` live rows (sessions × input rows per
+/// session), `min_cols` virtual columns, and `min_tiles` tiles in the GEMM's grid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GemmPolicy {
     pub min_rows: u32,
     pub min_cols: u32,
+    pub min_tiles: u32,
+}
+
+impl GemmPolicy {
+    /// The fewest sessions from which a layer of `rows_in` input rows per session and `cols`
+    /// virtual columns takes the GEMM with `tile`; `None` when it never does.
+    pub fn min_sessions(&self, rows_in: u32, cols: u32, tile: GemmTile) -> Option<u32> {
+        if cols < self.min_cols {
+            return None;
+        }
+        let row_tiles = self.min_tiles.div_ceil(cols.div_ceil(tile.cols())).max(1);
+        // ceil(rows / tile rows) >= row_tiles exactly when rows > (row_tiles - 1) · tile rows.
+        let rows = self.min_rows.max((row_tiles - 1) * tile.rows() + 1);
+        Some(rows.div_ceil(rows_in.max(1)).max(1))
+    }
 }
 
 /// The default policy, or `LYRE_CONV_GEMM_MIN_ROWS=n`: every layer (however narrow) from `n`
-/// live rows on; tests set it to 1 to run the GEMM on the tiny fixture.
+/// live rows on, and no tile count unless `LYRE_CONV_GEMM_MIN_TILES` sets one; tests set the
+/// rows to 1 to run the GEMM on the tiny fixture.
 pub fn policy() -> GemmPolicy {
-    match std::env::var("LYRE_CONV_GEMM_MIN_ROWS").ok().and_then(|v| v.parse().ok()) {
-        Some(min_rows) => GemmPolicy { min_rows, min_cols: 1 },
-        None => GemmPolicy { min_rows: DEFAULT_MIN_ROWS, min_cols: DEFAULT_MIN_COLS },
+    let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
+    match var("LYRE_CONV_GEMM_MIN_ROWS") {
+        Some(min_rows) => {
+            GemmPolicy { min_rows, min_cols: 1, min_tiles: var("LYRE_CONV_GEMM_MIN_TILES").unwrap_or(0) }
+        }
+        None => GemmPolicy {
+            min_rows: DEFAULT_MIN_ROWS,
+            min_cols: DEFAULT_MIN_COLS,
+            min_tiles: DEFAULT_MIN_TILES,
+        },
     }
 }
 
@@ -77,23 +102,21 @@ pub(super) fn dispatch(
     Ok(sequence_dispatch(env, pipeline, site.label, &params, site.sessions, buffers, grid))
 }
 
-/// The GEMM dispatch as the alternative for ticks of at least [`policy`]'s row count, when the
-/// layer is wide enough.
+/// The GEMM dispatch as the alternative for ticks of at least [`policy`]'s session count for
+/// this layer, if any.
 pub(super) fn alternative(
     site: &Conv1d,
     env: &Env,
     params: Params,
     buffers: &[&wgpu::Buffer],
 ) -> Result<Option<Alternative>> {
-    let policy = policy();
-    if site.conv.shape.cols() < policy.min_cols {
+    let tile = tile();
+    let Some(min_sessions) = policy().min_sessions(site.rows_in, site.conv.shape.cols(), tile) else {
         return Ok(None);
-    }
-    // The live row count is sessions × rows_in; `Dispatch::record` compares sessions.
-    let min_sessions = policy.min_rows.div_ceil(site.rows_in.max(1)).max(1);
+    };
     Ok(Some(Alternative {
         rows: RowCount::Sessions,
         min_rows: min_sessions,
-        dispatches: vec![dispatch(site, env, params, buffers, tile())?],
+        dispatches: vec![dispatch(site, env, params, buffers, tile)?],
     }))
 }

@@ -10,11 +10,24 @@ use crate::gpu::{Alternative, Dispatch, Extent, GpuContext, Grid, KernelSource, 
 
 pub const SOURCE: KernelSource = KernelSource {
     name: "matmul_bf16",
-    wgsl: concat!(include_str!("matmul_common.wgsl"), include_str!("matmul_bf16.wgsl")),
+    wgsl: concat!(
+        include_str!("matmul_common.wgsl"),
+        include_str!("matmul_weights4.wgsl"),
+        include_str!("matmul_bf16.wgsl")
+    ),
 };
 pub const SOURCE_SUBGROUP: KernelSource = KernelSource {
     name: "matmul_bf16_sg",
-    wgsl: concat!(include_str!("matmul_common.wgsl"), include_str!("matmul_bf16_sg.wgsl")),
+    wgsl: concat!(
+        include_str!("matmul_common.wgsl"),
+        include_str!("matmul_weights4.wgsl"),
+        include_str!("matmul_bf16_sg.wgsl")
+    ),
+};
+
+pub const SOURCE_VEC: KernelSource = KernelSource {
+    name: "matmul_bf16_vec",
+    wgsl: concat!(include_str!("matmul_common.wgsl"), include_str!("matmul_bf16_vec.wgsl")),
 };
 
 /// Output columns per workgroup and rows per tile of the per-thread kernel.
@@ -85,6 +98,9 @@ pub enum MatmulKernel {
     PerThread,
     /// One subgroup per output column: coalesced loads and a subgroup reduction (GPUs).
     Subgroup { size: u32 },
+    /// `split` subgroups per output column, 16-byte weight loads, four in flight per lane: the
+    /// mat-vec for few rows on GPUs ([`MatmulKernel::for_shape`]). Needs `k % 8 == 0`.
+    Matvec { size: u32, split: u32 },
     /// Register-blocked tiles, K split `split` ways (many rows; K a multiple of the tile's
     /// chunk). See [`matmul_gemm`](super::matmul_gemm).
     Gemm { tile: GemmTile, split: u32 },
@@ -101,6 +117,33 @@ impl MatmulKernel {
             (_, Some(size)) if !ctx.is_cpu() => MatmulKernel::Subgroup { size },
             _ => MatmulKernel::PerThread,
         }
+    }
+
+    /// The adapter's kernel for an `n × k` matmul of few rows: [`MatmulKernel::Matvec`] where
+    /// the adapter has subgroups and `k % 8 == 0` (`LYRE_MATVEC=0` keeps `Subgroup`).
+    pub fn for_shape(ctx: &GpuContext, n: u32, k: u32) -> Self {
+        match Self::for_adapter(ctx) {
+            MatmulKernel::Subgroup { size }
+                if k % 8 == 0 && std::env::var("LYRE_MATVEC").as_deref() != Ok("0") =>
+            {
+                MatmulKernel::Matvec { size, split: matvec_split(n, k, size) }
+            }
+            kernel => kernel,
+        }
+    }
+}
+
+/// Subgroups per output column of the mat-vec: two where K is at least three times N (`down`),
+/// else one (measured on an H200 at every split, docs/PERFORMANCE.md v8). `LYRE_MATVEC_SPLIT=N`
+/// overrides it.
+pub fn matvec_split(n: u32, k: u32, subgroup: u32) -> u32 {
+    if let Some(split) = std::env::var("LYRE_MATVEC_SPLIT").ok().and_then(|v| v.parse::<u32>().ok()) {
+        return split.clamp(1, 8);
+    }
+    if k >= 3 * n && k / 8 >= 4 * subgroup {
+        2
+    } else {
+        1
     }
 }
 
@@ -126,7 +169,7 @@ impl Matmul<'_> {
     /// With the adapter's kernel ([`MatmulKernel::for_adapter`]) and, where the adapter takes
     /// them ([`matmul_gemm::min_rows`]), the GEMM levels as alternatives for ticks of many rows.
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
-        let mut d = self.build_with(env, MatmulKernel::for_adapter(env.ctx))?;
+        let mut d = self.build_with(env, MatmulKernel::for_shape(env.ctx, self.n, self.k))?;
         for (min_rows, kernel) in matmul_gemm::levels(env, self.n, self.k) {
             let dispatches = self.build_sequence(env, kernel)?;
             d.add_alternative(Alternative { rows: self.rows, min_rows, dispatches });
@@ -208,6 +251,20 @@ impl Matmul<'_> {
                 ctx.pipeline(SOURCE_SUBGROUP, &[("SG", size as f64), input]),
                 Grid::new(Extent::Fixed(groups(self.n, SG_THREADS / size)), Extent::Fixed(1)),
             ),
+            MatmulKernel::Matvec { size, split } => {
+                let per_group = SG_THREADS / size / split;
+                if self.k % 8 != 0 || per_group == 0 || SG_THREADS % (size * split) != 0 {
+                    return Err(EngineError::Gpu(format!(
+                        "matmul `{}`: the mat-vec kernel needs k % 8 == 0 (k = {}) and {split} \
+                         subgroups of {size} per column to fit a workgroup",
+                        self.label, self.k
+                    )));
+                }
+                (
+                    ctx.pipeline(SOURCE_VEC, &[("SG", size as f64), ("SPLIT", split as f64), input]),
+                    Grid::new(Extent::Fixed(groups(self.n, per_group)), Extent::Fixed(1)),
+                )
+            }
             MatmulKernel::Gemm { .. } => {
                 return Err(EngineError::Gpu(format!(
                     "matmul `{}`: a GEMM is a sequence of dispatches (build_sequence)",

@@ -1,4 +1,5 @@
-// Parameters, bindings and bf16 helpers shared by the three matmul kernels (prepended to each):
+// Parameters, bindings and bf16 helpers shared by the matmul kernels (prepended to each; the
+// weight and gamma bindings come from matmul_weights4.wgsl or the kernel itself):
 // y[r, n] (+)= act(bias[n] + sum_k in(x)[r, k] * w[n, k]); w, bias and gamma are bf16, two per u32.
 //
 // INPUT selects what the kernel reads as its input row (an override, so each mode is its own
@@ -30,11 +31,9 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> counts: array<u32>;
-@group(0) @binding(2) var<storage, read> w: array<vec2<u32>>;
 @group(0) @binding(3) var<storage, read> bias: array<u32>;
 @group(0) @binding(4) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> y: array<f32>;
-@group(0) @binding(6) var<storage, read> gamma: array<vec2<u32>>;
 
 fn bf16x4(v: vec2<u32>) -> vec4<f32> {
     return vec4<f32>(
@@ -58,23 +57,6 @@ fn x_in(base: u32, i: u32) -> vec4<f32> {
         return v / (1.0 + exp(min(-v, vec4<f32>(80.0)))) * u;
     }
     return v;
-}
-
-// gamma[4i..4i+3] in the RMS-normed mode, else ones.
-fn gamma4(i: u32) -> vec4<f32> {
-    if (INPUT == INPUT_RMS) {
-        return bf16x4(gamma[i]);
-    }
-    return vec4<f32>(1.0);
-}
-
-// The weights w[n, 4i..4i+3] of row `wrow` (= n * k / 4), times gamma in the RMS-normed mode.
-fn w_in(wrow: u32, i: u32) -> vec4<f32> {
-    let wf = bf16x4(w[wrow + i]);
-    if (INPUT == INPUT_RMS) {
-        return wf * bf16x4(gamma[i]);
-    }
-    return wf;
 }
 
 // What a loaded x vec4 adds to its row's sum of squares (only the RMS-normed mode needs it).

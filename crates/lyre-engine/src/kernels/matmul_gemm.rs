@@ -17,13 +17,18 @@ pub const SOURCE: KernelSource = KernelSource {
     name: "matmul_bf16_gemm",
     wgsl: concat!(
         include_str!("matmul_common.wgsl"),
+        include_str!("matmul_weights4.wgsl"),
         include_str!("gemm_tile.wgsl"),
         include_str!("matmul_bf16_gemm.wgsl")
     ),
 };
 pub const SOURCE_REDUCE: KernelSource = KernelSource {
     name: "matmul_split_reduce",
-    wgsl: concat!(include_str!("matmul_common.wgsl"), include_str!("matmul_split_reduce.wgsl")),
+    wgsl: concat!(
+        include_str!("matmul_common.wgsl"),
+        include_str!("matmul_weights4.wgsl"),
+        include_str!("matmul_split_reduce.wgsl")
+    ),
 };
 
 /// Columns per workgroup of the reduction.

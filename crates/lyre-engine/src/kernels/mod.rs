@@ -2,6 +2,7 @@
 //! mirror of the WGSL `Params`) and builds a [`Dispatch`](crate::gpu::Dispatch) from buffers.
 
 pub mod attention;
+pub mod attention_rope;
 pub mod clamp_pcm;
 pub mod codec_gather;
 pub mod combine_input;

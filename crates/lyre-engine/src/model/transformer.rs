@@ -3,7 +3,8 @@
 //! both such stacks; they differ only in sizes, weights and which rows they run over.
 //!
 //! Six dispatches per layer: qkv (with the input RMSNorm fused into its x load), q/k norm +
-//! RoPE, attention, o (+= x), gate_up (post-attention RMSNorm fused), down (SwiGLU fused, += x).
+//! RoPE, attention, o (+= x), gate_up (post-attention RMSNorm fused), down (SwiGLU fused, += x);
+//! five on decode steps, where q/k norm + RoPE and attention are one dispatch.
 
 use super::rope::RopeTables;
 use super::upload;
@@ -11,6 +12,7 @@ use crate::checkpoint::weights::WeightFile;
 use crate::error::Result;
 use crate::gpu::{Alternative, Dispatch, GpuContext, RowCount};
 use crate::kernels::attention::Attention;
+use crate::kernels::attention_rope::AttentionRope;
 use crate::kernels::matmul::{Activation, Input, Matmul, Output};
 use crate::kernels::qk_norm_rope::{Heads, KvCache, QkNormRope};
 use crate::kernels::swiglu::SwiGlu;
@@ -191,36 +193,7 @@ impl StackRun<'_> {
                 }
                 .build(env)?,
             );
-            let cache = self.kv.layer(l);
-            out.push(
-                QkNormRope {
-                    label: &label("rope"),
-                    heads: s.heads,
-                    norms: Some((&w.q_norm, &w.k_norm)),
-                    eps: s.eps,
-                    rope_cos: &self.rope.cos,
-                    rope_sin: &self.rope.sin,
-                    row_desc: self.row_desc,
-                    qkv: &b.qkv,
-                    q_out: &b.q,
-                    cache,
-                    rows: self.rows,
-                }
-                .build(env),
-            );
-            out.push(
-                Attention {
-                    label: &label("attention"),
-                    heads: s.heads,
-                    window: 0,
-                    row_desc: self.row_desc,
-                    q: &b.q,
-                    cache,
-                    out: &b.attn,
-                    rows: self.rows,
-                }
-                .build(env),
-            );
+            out.extend(self.attention(env, w, l));
             out.push(
                 Matmul {
                     label: &label("o"),
@@ -256,6 +229,71 @@ impl StackRun<'_> {
             out.extend(self.down(env, w, &label("swiglu"), &label("down"))?);
         }
         Ok(out)
+    }
+
+    /// q/k-norm + RoPE and attention: one fused dispatch where every row is its session's only
+    /// row (decode steps; the code predictor's first step has two), else the two kernels. For
+    /// the talker, whose ticks may carry prompt rows, the two are the fused dispatch's
+    /// alternative when the tick has more rows than sessions.
+    fn attention(&self, env: &Env, w: &LayerWeights, l: usize) -> Vec<Dispatch> {
+        let s = self.shape;
+        let b = self.bufs;
+        let label = |n: &str| format!("{}.{l}.{n}", self.label);
+        let cache = self.kv.layer(l);
+        let norms = Some((&w.q_norm, &w.k_norm));
+        let rope = QkNormRope {
+            label: &label("rope"),
+            heads: s.heads,
+            norms,
+            eps: s.eps,
+            rope_cos: &self.rope.cos,
+            rope_sin: &self.rope.sin,
+            row_desc: self.row_desc,
+            qkv: &b.qkv,
+            q_out: &b.q,
+            cache,
+            rows: self.rows,
+        }
+        .build(env);
+        let attention = Attention {
+            label: &label("attention"),
+            heads: s.heads,
+            window: 0,
+            row_desc: self.row_desc,
+            q: &b.q,
+            cache,
+            out: &b.attn,
+            rows: self.rows,
+        }
+        .build(env);
+        let fused = AttentionRope {
+            label: &label("attention_rope"),
+            heads: s.heads,
+            norms,
+            eps: s.eps,
+            rope_cos: &self.rope.cos,
+            rope_sin: &self.rope.sin,
+            row_desc: self.row_desc,
+            qkv: &b.qkv,
+            cache,
+            out: &b.attn,
+            rows: self.rows,
+        };
+        let fused = match self.rows {
+            RowCount::CpPrefill => None,
+            _ => fused.build(env),
+        };
+        let Some(mut fused) = fused else {
+            return vec![rope, attention];
+        };
+        if self.rows == RowCount::Talker {
+            fused.add_alternative(Alternative {
+                rows: RowCount::TalkerExtra,
+                min_rows: 1,
+                dispatches: vec![rope, attention],
+            });
+        }
+        vec![fused]
     }
 
     /// SwiGLU and down (+= x). The mat-vec kernels read SwiGLU(gate_up) in their input load up

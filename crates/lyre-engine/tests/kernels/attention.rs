@@ -12,7 +12,7 @@ struct Case {
     rows: Vec<(u32, u32)>,
 }
 
-fn rope_tables(max_pos: usize, hd: usize, theta: f64) -> (Vec<f32>, Vec<f32>) {
+pub fn rope_tables(max_pos: usize, hd: usize, theta: f64) -> (Vec<f32>, Vec<f32>) {
     let half = hd / 2;
     let mut c = vec![0f32; max_pos * half];
     let mut s = vec![0f32; max_pos * half];
@@ -27,7 +27,7 @@ fn rope_tables(max_pos: usize, hd: usize, theta: f64) -> (Vec<f32>, Vec<f32>) {
     (c, s)
 }
 
-fn cpu_norm_rope(v: &[f32], w: Option<&[f32]>, pos: usize, c: &[f32], s: &[f32]) -> Vec<f32> {
+pub fn cpu_norm_rope(v: &[f32], w: Option<&[f32]>, pos: usize, c: &[f32], s: &[f32]) -> Vec<f32> {
     let hd = v.len();
     let half = hd / 2;
     let mut x = v.to_vec();

@@ -65,6 +65,7 @@ fn kernels(gpu: &Gpu) -> Vec<MatmulKernel> {
     let size =
         gpu.ctx.fixed_subgroup_size().expect("the adapter has subgroups of a fixed size (lavapipe: 8)");
     let mut kernels = vec![MatmulKernel::PerThread, MatmulKernel::Subgroup { size }];
+    kernels.extend(matvec_kernels(size));
     kernels.extend(gemm_kernels());
     kernels
 }
@@ -73,6 +74,8 @@ fn kernels(gpu: &Gpu) -> Vec<MatmulKernel> {
 fn shapes(kernel: MatmulKernel) -> &'static [(usize, usize, usize)] {
     if matches!(kernel, MatmulKernel::Gemm { .. }) {
         &[(1, 32, 5), (33, 64, 70), (40, 96, 65)]
+    } else if matches!(kernel, MatmulKernel::Matvec { .. }) {
+        &[(1, 64, 70), (3, 136, 33), (5, 520, 9), (7, 1032, 20)]
     } else {
         &[(1, 36, 70), (3, 100, 33), (7, 64, 65), (13, 260, 9)]
     }

@@ -29,10 +29,13 @@ fn matmul_matches_cpu_on_odd_shapes() {
     let size =
         gpu.ctx.fixed_subgroup_size().expect("the adapter has subgroups of a fixed size (lavapipe: 8)");
     kernels.push(MatmulKernel::Subgroup { size });
+    kernels.extend(matvec_kernels(size));
     kernels.extend(gemm_kernels());
     for kernel in kernels {
         let shapes: &[(usize, usize, usize)] = if matches!(kernel, MatmulKernel::Gemm { .. }) {
             &[(1, 32, 1), (33, 64, 70), (70, 96, 130), (5, 256, 65), (130, 64, 140)]
+        } else if matches!(kernel, MatmulKernel::Matvec { .. }) {
+            &[(1, 8, 1), (3, 64, 70), (7, 136, 130), (5, 520, 33), (1, 1024, 17)]
         } else {
             &[(1, 4, 1), (3, 36, 70), (7, 100, 130), (13, 64, 65), (20, 260, 33)]
         };

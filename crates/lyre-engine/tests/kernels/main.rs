@@ -5,6 +5,7 @@
 mod support;
 
 mod attention;
+mod attention_rope;
 mod fused;
 mod gather;
 mod linear;

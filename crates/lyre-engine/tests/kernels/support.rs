@@ -39,6 +39,11 @@ pub fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) {
     assert!(got.iter().all(|x| x.is_finite()), "{what}: non-finite output");
 }
 
+/// The mat-vec variants the kernel tests cover: every split of K over a column's subgroups.
+pub fn matvec_kernels(size: u32) -> Vec<lyre_engine::kernels::matmul::MatmulKernel> {
+    [1, 2, 4, 8].map(|split| lyre_engine::kernels::matmul::MatmulKernel::Matvec { size, split }).to_vec()
+}
+
 /// The GEMM variants the kernel tests cover: every tile, without a split, with an even split
 /// and with one that leaves the last workgroup fewer chunks of K.
 pub fn gemm_kernels() -> Vec<lyre_engine::kernels::matmul::MatmulKernel> {

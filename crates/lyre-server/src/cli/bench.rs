@@ -36,6 +36,10 @@ pub struct BenchArgs {
     /// Time every dispatch and report the most expensive kinds (slower per frame).
     #[arg(long)]
     pub profile_dispatches: bool,
+    /// Milliseconds of batch-1 generation before the first measurement (pipelines, caches,
+    /// GPU clocks: shorter warm-ups left the first batch-1 figure of a process scattered).
+    #[arg(long, default_value_t = 1000)]
+    pub warmup_ms: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -88,7 +92,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         gpu.info.backend,
         gpu.info.device_type
     );
-    run_one(&mut engine, &model, &text, 1, 3)?; // warm-up: pipelines, caches
+    let warmup = Instant::now();
+    loop {
+        run_one(&mut engine, &model, &text, 1, 10)?;
+        if warmup.elapsed().as_millis() >= args.warmup_ms as u128 {
+            break;
+        }
+    }
     let mut runs = Vec::new();
     println!(
         "{:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8}",

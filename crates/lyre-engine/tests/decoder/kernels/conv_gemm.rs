@@ -3,7 +3,7 @@
 //! sessions as one sequence, so tiles straddle sessions.
 
 use lyre_engine::kernels::conv1d::Activation;
-use lyre_engine::kernels::conv1d_gemm::{policy, GemmPolicy};
+use lyre_engine::kernels::conv1d_gemm::policy;
 use lyre_engine::kernels::gemm_tile::GemmTile;
 
 use super::conv::{dilated_conv_case, linear_case, transposed_conv_case, Kernel};
@@ -43,12 +43,39 @@ fn gemm_linear_applies_every_epilogue_flag() {
     }
 }
 
+/// (rows per session, virtual columns, sessions, GEMM faster?) of the codec's layers at the
+/// batches profiled on an H200 (docs/PERFORMANCE.md, v8; 0.6B speech tokenizer).
+const MEASURED: [(&str, u32, u32, u32, bool); 14] = [
+    ("block0.unit.conv1", 32, 768, 8, false),
+    ("block0.unit.conv1", 32, 768, 32, true),
+    ("block0.convt", 4, 6144, 8, false),
+    ("block0.convt", 4, 6144, 32, true),
+    ("block1.unit.conv1", 160, 384, 8, true),
+    ("block2.convt", 160, 768, 8, true),
+    ("decoder0", 4, 1536, 32, false),
+    ("decoder0", 4, 1536, 128, true),
+    ("up0.pw1", 2, 4096, 32, false),
+    ("up0.pw1", 2, 4096, 128, true),
+    ("up0.pw2", 2, 1024, 128, false),
+    ("tf.o", 1, 1024, 128, false),
+    ("tf.qkv", 1, 1536, 128, false),
+    ("final_conv", 1920, 1, 128, false),
+];
+
 #[test]
-fn gemm_policy_defaults_keep_batch_one_on_todays_kernel() {
+fn gemm_policy_takes_the_measured_crossovers() {
     if std::env::var_os("LYRE_CONV_GEMM_MIN_ROWS").is_some() {
         return;
     }
-    let GemmPolicy { min_rows, min_cols } = policy();
-    // The widest batch-1 layer has 1920 rows (the last vocoder block).
-    assert!(min_rows > 1920 && min_cols > 1, "{min_rows} rows, {min_cols} columns");
+    let policy = policy();
+    for (layer, rows_in, cols, sessions, gemm) in MEASURED {
+        let from = policy.min_sessions(rows_in, cols, GemmTile::ROWS_128);
+        assert_eq!(
+            from.is_some_and(|m| sessions >= m),
+            gemm,
+            "{layer} at {sessions} sessions: from {from:?}"
+        );
+    }
+    // Batch 1 keeps today's kernel everywhere (the widest layer has 1920 rows of 96 columns).
+    assert!(policy.min_sessions(1920, 96, GemmTile::ROWS_128).is_some_and(|m| m > 1), "{policy:?}");
 }

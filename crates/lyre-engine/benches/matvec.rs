@@ -1,0 +1,166 @@
+//! Mat-vec throughput at batch-1 shapes: each matmul of the 0.6B and 1.7B talker and code
+//! predictor, with the engine's choice and each few-row kernel (`Subgroup`, and `Matvec` at
+//! every split of K), run as a chain of dependent dispatches in one compute pass (as a tick runs
+//! them). Reports µs per dispatch (wall time of the chain, one submit) and the weight bytes read
+//! per second.
+//!
+//! `cargo bench -p lyre-engine --bench matvec`. Environment:
+//! * `LYRE_BENCH_ROWS`: comma-separated row counts (default `1,2,8,32`; the few-row kernels run
+//!   below 8 rows, and every count runs the engine's choice, GEMM levels included);
+//! * `LYRE_BENCH_CHAIN`: dispatches per chain (default 400);
+//! * `LYRE_ADAPTER`: adapter name filter.
+
+use std::time::Instant;
+
+use lyre_engine::gpu::{record_all, Dispatch, GpuContext, GpuOptions, RowCount, RowCounts};
+use lyre_engine::kernels::matmul::{matvec_split, Activation, Input, Matmul, MatmulKernel, Output};
+use lyre_engine::kernels::{Env, Rows};
+
+/// (label, n, k, input): the matmuls of one layer and the heads.
+const SHAPES: [(&str, u32, u32, InputKind); 12] = [
+    ("0.6B qkv", 4096, 1024, InputKind::Rms),
+    ("0.6B o", 1024, 2048, InputKind::Plain),
+    ("0.6B gate_up", 6144, 1024, InputKind::Rms),
+    ("0.6B down", 1024, 3072, InputKind::SwiGlu),
+    ("cp head", 2048, 1024, InputKind::Rms),
+    ("0.6B codec head", 3072, 1024, InputKind::Rms),
+    ("1.7B qkv", 4096, 2048, InputKind::Rms),
+    ("1.7B o", 2048, 2048, InputKind::Plain),
+    ("1.7B gate_up", 12288, 2048, InputKind::Rms),
+    ("1.7B down", 2048, 6144, InputKind::SwiGlu),
+    ("1.7B codec head", 3072, 2048, InputKind::Rms),
+    ("1.7B cp in-proj", 1024, 2048, InputKind::Plain),
+];
+
+#[derive(Debug, Clone, Copy)]
+enum InputKind {
+    Plain,
+    Rms,
+    SwiGlu,
+}
+
+fn env_list(name: &str, default: &str) -> Vec<u32> {
+    std::env::var(name)
+        .unwrap_or_else(|_| default.to_string())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect()
+}
+
+/// Bits of small bf16 values (|v| < 0.06), deterministic.
+fn bf16_bits(n: usize, seed: u32) -> Vec<u16> {
+    let mut state = seed.wrapping_mul(747796405).wrapping_add(2891336453);
+    (0..n)
+        .map(|_| {
+            state = state.wrapping_mul(747796405).wrapping_add(2891336453);
+            let v = ((state >> 9) as f32 / (1u32 << 23) as f32 - 0.5) * 0.12;
+            half::bf16::from_f32(v).to_bits()
+        })
+        .collect()
+}
+
+struct Buffers {
+    counts: wgpu::Buffer,
+    dummy: wgpu::Buffer,
+    scratch: wgpu::Buffer,
+    partials: wgpu::Buffer,
+}
+
+fn time_chain(ctx: &GpuContext, counts: &RowCounts, d: &Dispatch, chain: usize) -> f64 {
+    let run = || {
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            for _ in 0..chain {
+                record_all(std::slice::from_ref(d), &mut pass, counts);
+            }
+        }
+        ctx.queue.submit(Some(encoder.finish()));
+        ctx.wait().expect("GPU wait");
+    };
+    run();
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        run();
+        best = best.min(t0.elapsed().as_secs_f64());
+    }
+    best / chain as f64
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let ctx = GpuContext::new(&GpuOptions::from_env())?;
+    let summary = ctx.summary();
+    println!(
+        "adapter: {} ({}), subgroup size {:?}",
+        summary.name,
+        summary.backend,
+        ctx.fixed_subgroup_size()
+    );
+    let Some(size) = ctx.fixed_subgroup_size() else {
+        return Err("the mat-vec kernels need subgroups of a fixed size".into());
+    };
+    let rows_list = env_list("LYRE_BENCH_ROWS", "1,2,8,32");
+    let chain = env_list("LYRE_BENCH_CHAIN", "400").first().copied().unwrap_or(400) as usize;
+    let b = Buffers {
+        counts: ctx.storage_zeroed("counts", 16)?,
+        dummy: ctx.storage_zeroed("dummy", 16)?,
+        scratch: ctx.storage_zeroed("scratch", 16)?,
+        partials: ctx.storage_zeroed("partials", 64 << 20)?,
+    };
+    let env =
+        Env { ctx: &ctx, counts: &b.counts, dummy: &b.dummy, scratch: &b.scratch, partials: &b.partials };
+    let max_rows = rows_list.iter().copied().max().unwrap_or(1);
+    println!("| shape | n × k | rows | kernel | µs/dispatch | GB/s |");
+    println!("|---|---|---:|---|---:|---:|");
+    for (label, n, k, kind) in SHAPES {
+        let weight = ctx.storage_from("w", &bf16_bits((n * k) as usize, n ^ k))?;
+        let gamma = ctx.storage_from("gamma", &bf16_bits(k as usize, 7))?;
+        let x_width = if matches!(kind, InputKind::SwiGlu) { 2 * k } else { k };
+        let x = ctx.storage_from("x", &vec![0.5f32; (max_rows * x_width) as usize])?;
+        let y = ctx.storage_zeroed("y", (max_rows * n * 4) as u64)?;
+        let input = match kind {
+            InputKind::Plain => Input::Plain,
+            InputKind::Rms => Input::RmsNormed { gamma: &gamma, eps: 1e-6 },
+            InputKind::SwiGlu => Input::SwiGlu,
+        };
+        let matmul = Matmul {
+            label,
+            weight: &weight,
+            bias: None,
+            k,
+            n,
+            x: Rows::dense(&x, x_width),
+            input,
+            y: Rows::dense(&y, n),
+            rows: RowCount::Talker,
+            output: Output::Accumulate,
+            activation: Activation::None,
+        };
+        let mut kernels = vec![MatmulKernel::Subgroup { size }];
+        kernels.extend([1, 2, 4, 8].map(|split| MatmulKernel::Matvec { size, split }));
+        let chosen = matvec_split(n, k, size);
+        for &rows in &rows_list {
+            let counts = RowCounts { talker_rows: rows, sessions: rows };
+            ctx.queue.write_buffer(&b.counts, 0, bytemuck::cast_slice(&counts.as_array()));
+            let mut variants = vec![("engine's choice".to_string(), matmul.build(&env)?)];
+            for &kernel in kernels.iter().filter(|_| rows < 8) {
+                let mark = match kernel {
+                    MatmulKernel::Matvec { split, .. } if split == chosen => " (default)",
+                    _ => "",
+                };
+                variants.push((format!("{kernel:?}{mark}"), matmul.build_with(&env, kernel)?));
+            }
+            for (name, d) in variants {
+                let t = time_chain(&ctx, &counts, &d, chain);
+                println!(
+                    "| {label} | {n} × {k} | {rows} | {name} | {:.2} | {:.0} |",
+                    t * 1e6,
+                    (n as f64 * k as f64 * 2.0) / t / 1e9
+                );
+            }
+        }
+        ctx.take_error()?;
+    }
+    Ok(())
+}
