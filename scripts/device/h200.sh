@@ -6,7 +6,8 @@
 #                     the official PyTorch implementation on the same GPU (`.whl` carried;
 #                     QB_SECTIONS chooses bench_qwen.py's sections), 1.7B, and a per-dispatch
 #                     profile
-#   h200.sh check     the kernel tests and 0.6B at batch 1 and 32 (a quick look at a change)
+#   h200.sh check     the kernel tests and 0.6B at batch 1 and 32 (a quick look at a change;
+#                     BATCHES, and CHECK_17B=batches for 1.7B too)
 #   h200.sh official  the official implementation alone
 #   h200.sh v8        the kernel tests, the mat-vec microbenchmark at 1 and 2 rows, 0.6B at batch
 #                     1/8/32 with each mat-vec kernel, and per-dispatch profiles at 8/32/128 with
@@ -15,6 +16,11 @@
 #                     batch 1/8/32 as built and with each v8 change off (LYRE_MATVEC=0,
 #                     LYRE_FUSED_ATTENTION=0, both), with the codec convs as GEMMs at every row
 #                     count, and 1.7B at batch 1/32 as built and as v7
+#   h200.sh sweep     the kernel tests, the mat-vec microbenchmark swept over every kernel, split
+#                     and GEMM tile at 2..64 rows (ROWS, SHAPES), then 0.6B at batch 1/8/32/64
+#                     (BATCHES) as built and with each of SWEEP_ENVS
+#   h200.sh v9        the kernel tests, the 1.7B shapes swept at 2-8 rows, and 0.6B (batch 1-16)
+#                     and 1.7B (1-8) with the few-rows matmul on and off (LYRE_FEW_ROWS_MAX=0)
 #   h200.sh parity    the fixture-parity tests that need only the CustomVoice fixture, as shipped
 #                     and with the GEMMs forced at every row count (carry .gl and .fx only)
 # Everything lands in $OUT/results.tgz, saved after each step.
@@ -96,7 +102,8 @@ official)
 check)
   kernel_tests
   model 0.6B-CustomVoice /tmp/m06
-  bench check /tmp/m06 --batch 1,32 --frames 30
+  bench check /tmp/m06 --batch ${BATCHES:-1,32} --frames 30
+  [ -n "${CHECK_17B-}" ] && { model 1.7B-CustomVoice /tmp/m17; bench check-1.7b /tmp/m17 --batch "$CHECK_17B" --frames 30; }
   ;;
 v8)
   kernel_tests
@@ -126,6 +133,33 @@ matvec)
   model 1.7B-CustomVoice /tmp/m17
   bench new-1.7b /tmp/m17 --batch 1,32 --frames 30
   LYRE_MATVEC=0 LYRE_FUSED_ATTENTION=0 bench v7-1.7b /tmp/m17 --batch 1,32 --frames 30
+  ;;
+v9)
+  kernel_tests
+  log "1.7B shapes at 2-8 rows"
+  LYRE_BENCH_SWEEP=1 LYRE_BENCH_ROWS=2,4,8 LYRE_BENCH_SHAPES=1.7B LYRE_BENCH_CHAIN=200 \
+    timeout 200 .dev/bench-matvec > "$OUT/sweep-1.7b.md" 2>&1
+  save
+  model 0.6B-CustomVoice /tmp/m06
+  bench v9 /tmp/m06 --batch 1,2,4,8,16 --frames 20
+  LYRE_FEW_ROWS_MAX=0 bench v9-off /tmp/m06 --batch 1,2,4,8,16 --frames 20
+  save
+  model 1.7B-CustomVoice /tmp/m17
+  bench v9-1.7b /tmp/m17 --batch 1,4,8 --frames 20
+  LYRE_FEW_ROWS_MAX=0 bench v9-1.7b-off /tmp/m17 --batch 1,4,8 --frames 20
+  ;;
+sweep)
+  kernel_tests
+  log "mat-vec / GEMM sweep"
+  LYRE_BENCH_SWEEP=1 LYRE_BENCH_ROWS=${ROWS:-2,8,16,32,64} LYRE_BENCH_SHAPES=${SHAPES:-0.6B,cp} LYRE_BENCH_CHAIN=200 \
+    timeout 240 .dev/bench-matvec > "$OUT/sweep.md" 2>&1
+  log "sweep rc=$?"
+  save
+  model 0.6B-CustomVoice /tmp/m06
+  bench base /tmp/m06 --batch ${BATCHES:-1,8,32,64} --frames 20
+  for e in ${SWEEP_ENVS:-LYRE_FEW_ROWS_MAX=0 LYRE_GEMM_MAX_SPLIT=4}; do
+    env "$e" bash -c "$(declare -f bench log); OUT=$OUT; bench ${e//=/-} /tmp/m06 --batch ${BATCHES:-1,8,32,64} --frames 20"
+  done
   ;;
 parity)
   export LYRE_SHARED=$PWD/.fx

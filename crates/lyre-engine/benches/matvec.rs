@@ -8,11 +8,15 @@
 //! * `LYRE_BENCH_ROWS`: comma-separated row counts (default `1,2,8,32`; the few-row kernels run
 //!   below 8 rows, and every count runs the engine's choice, GEMM levels included);
 //! * `LYRE_BENCH_CHAIN`: dispatches per chain (default 400);
+//! * `LYRE_BENCH_SWEEP=1`: at every row count, every mat-vec split, few-rows kernel and GEMM tile
+//!   and split;
+//! * `LYRE_BENCH_SHAPES`: comma-separated label filters (e.g. `0.6B,cp`);
 //! * `LYRE_ADAPTER`: adapter name filter.
 
 use std::time::Instant;
 
 use lyre_engine::gpu::{record_all, Dispatch, GpuContext, GpuOptions, RowCount, RowCounts};
+use lyre_engine::kernels::gemm_tile::GemmTile;
 use lyre_engine::kernels::matmul::{matvec_split, Activation, Input, Matmul, MatmulKernel, Output};
 use lyre_engine::kernels::{Env, Rows};
 
@@ -66,13 +70,70 @@ struct Buffers {
     partials: wgpu::Buffer,
 }
 
-fn time_chain(ctx: &GpuContext, counts: &RowCounts, d: &Dispatch, chain: usize) -> f64 {
+/// A kernel to time: its name and dispatches.
+type Variant = (String, Vec<Dispatch>);
+
+/// The kernels to time at `rows`: the engine's choice, the few-row kernels below 8 rows, and
+/// with `sweep` every mat-vec split, few-rows kernel and GEMM tile and split.
+fn variants(
+    env: &Env,
+    matmul: &Matmul,
+    size: u32,
+    rows: u32,
+    sweep: bool,
+) -> Result<Vec<Variant>, Box<dyn std::error::Error>> {
+    let (n, k) = (matmul.n, matmul.k);
+    let mut out = vec![("engine's choice".to_string(), vec![matmul.build(env)?])];
+    let chosen = matvec_split(n, k, size);
+    if rows < 8 || sweep {
+        let mut kernels = vec![MatmulKernel::Subgroup { size }];
+        kernels.extend([1, 2, 4, 8].map(|split| MatmulKernel::Matvec { size, split }));
+        for kernel in kernels {
+            let mark = match kernel {
+                MatmulKernel::Matvec { split, .. } if split == chosen => " (default)",
+                _ => "",
+            };
+            out.push((format!("{kernel:?}{mark}"), vec![matmul.build_with(env, kernel)?]));
+        }
+    }
+    if sweep && rows >= 2 {
+        let level = [1u32, 2, 4, 8].into_iter().find(|q| 4 * q >= rows).unwrap_or(8);
+        for quads in [level / 2, level].into_iter().filter(|&q| q >= 1) {
+            for split in [1, 2, 4, 8] {
+                for cpt in [1, 2] {
+                    let kernel = MatmulKernel::FewRows { quads, split, cpt };
+                    out.push((format!("{kernel:?}"), matmul.build_sequence(env, kernel)?));
+                }
+            }
+        }
+    }
+    if sweep && rows >= 8 {
+        for tile in [GemmTile::ROWS_16, GemmTile::ROWS_32, GemmTile::ROWS_64] {
+            if tile.rows() > 2 * rows.max(16) || rows > 2 * tile.rows() || k % tile.bk != 0 {
+                continue;
+            }
+            for split in [1, 2, 4, 8, 16, 32] {
+                if k / tile.bk < 2 * split {
+                    continue;
+                }
+                let kernel = MatmulKernel::Gemm { tile, split };
+                out.push((
+                    format!("GEMM {} rows, split {split}", tile.rows()),
+                    matmul.build_sequence(env, kernel)?,
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn time_chain(ctx: &GpuContext, counts: &RowCounts, d: &[Dispatch], chain: usize) -> f64 {
     let run = || {
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
             for _ in 0..chain {
-                record_all(std::slice::from_ref(d), &mut pass, counts);
+                record_all(d, &mut pass, counts);
             }
         }
         ctx.queue.submit(Some(encoder.finish()));
@@ -111,9 +172,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let env =
         Env { ctx: &ctx, counts: &b.counts, dummy: &b.dummy, scratch: &b.scratch, partials: &b.partials };
     let max_rows = rows_list.iter().copied().max().unwrap_or(1);
+    let sweep = std::env::var("LYRE_BENCH_SWEEP").as_deref() == Ok("1");
+    let only = std::env::var("LYRE_BENCH_SHAPES").unwrap_or_default();
     println!("| shape | n × k | rows | kernel | µs/dispatch | GB/s |");
     println!("|---|---|---:|---|---:|---:|");
     for (label, n, k, kind) in SHAPES {
+        if !only.is_empty() && !only.split(',').any(|o| label.contains(o)) {
+            continue;
+        }
         let weight = ctx.storage_from("w", &bf16_bits((n * k) as usize, n ^ k))?;
         let gamma = ctx.storage_from("gamma", &bf16_bits(k as usize, 7))?;
         let x_width = if matches!(kind, InputKind::SwiGlu) { 2 * k } else { k };
@@ -137,21 +203,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             output: Output::Accumulate,
             activation: Activation::None,
         };
-        let mut kernels = vec![MatmulKernel::Subgroup { size }];
-        kernels.extend([1, 2, 4, 8].map(|split| MatmulKernel::Matvec { size, split }));
-        let chosen = matvec_split(n, k, size);
         for &rows in &rows_list {
             let counts = RowCounts { talker_rows: rows, sessions: rows };
             ctx.queue.write_buffer(&b.counts, 0, bytemuck::cast_slice(&counts.as_array()));
-            let mut variants = vec![("engine's choice".to_string(), matmul.build(&env)?)];
-            for &kernel in kernels.iter().filter(|_| rows < 8) {
-                let mark = match kernel {
-                    MatmulKernel::Matvec { split, .. } if split == chosen => " (default)",
-                    _ => "",
-                };
-                variants.push((format!("{kernel:?}{mark}"), matmul.build_with(&env, kernel)?));
-            }
-            for (name, d) in variants {
+            for (name, d) in variants(&env, &matmul, size, rows, sweep)? {
                 let t = time_chain(&ctx, &counts, &d, chain);
                 println!(
                     "| {label} | {n} × {k} | {rows} | {name} | {:.2} | {:.0} |",

@@ -4,7 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::gemm_tile::GemmTile;
-use super::{groups, matmul_gemm, Env, Rows};
+use super::{groups, matmul_few_rows, matmul_gemm, Env, Rows};
 use crate::error::{EngineError, Result};
 use crate::gpu::{Alternative, Dispatch, Extent, GpuContext, Grid, KernelSource, RowCount};
 
@@ -27,7 +27,11 @@ pub const SOURCE_SUBGROUP: KernelSource = KernelSource {
 
 pub const SOURCE_VEC: KernelSource = KernelSource {
     name: "matmul_bf16_vec",
-    wgsl: concat!(include_str!("matmul_common.wgsl"), include_str!("matmul_bf16_vec.wgsl")),
+    wgsl: concat!(
+        include_str!("matmul_common.wgsl"),
+        include_str!("matmul_weights8.wgsl"),
+        include_str!("matmul_bf16_vec.wgsl")
+    ),
 };
 
 /// Output columns per workgroup and rows per tile of the per-thread kernel.
@@ -104,6 +108,9 @@ pub enum MatmulKernel {
     /// Register-blocked tiles, K split `split` ways (many rows; K a multiple of the tile's
     /// chunk). See [`matmul_gemm`](super::matmul_gemm).
     Gemm { tile: GemmTile, split: u32 },
+    /// `quads` row quads per pass, K split `split` ways, `cpt` columns per thread: ticks of a
+    /// few dozen rows on GPUs. See [`matmul_few_rows`](super::matmul_few_rows).
+    FewRows { quads: u32, split: u32, cpt: u32 },
 }
 
 impl MatmulKernel {
@@ -170,7 +177,11 @@ impl Matmul<'_> {
     /// them ([`matmul_gemm::min_rows`]), the GEMM levels as alternatives for ticks of many rows.
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
         let mut d = self.build_with(env, MatmulKernel::for_shape(env.ctx, self.n, self.k))?;
-        for (min_rows, kernel) in matmul_gemm::levels(env, self.n, self.k) {
+        let few_rows = matmul_few_rows::levels(env, self.n, self.k, &self.input);
+        let gemm_floor = matmul_few_rows::gemm_floor(env, self.n, self.k);
+        for (min_rows, kernel) in
+            few_rows.into_iter().chain(matmul_gemm::levels(env, self.n, self.k, gemm_floor))
+        {
             let dispatches = self.build_sequence(env, kernel)?;
             d.add_alternative(Alternative { rows: self.rows, min_rows, dispatches });
         }
@@ -183,6 +194,10 @@ impl Matmul<'_> {
             MatmulKernel::Gemm { tile, split } => {
                 let (params, buffers) = self.prepare(env)?;
                 matmul_gemm::dispatches(self, env, params, &buffers, tile, split)
+            }
+            MatmulKernel::FewRows { quads, split, cpt } => {
+                let (params, buffers) = self.prepare(env)?;
+                Ok(vec![matmul_few_rows::dispatch(self, env, params, &buffers, (quads, split, cpt))?])
             }
             _ => Ok(vec![self.build_with(env, kernel)?]),
         }
@@ -265,9 +280,9 @@ impl Matmul<'_> {
                     Grid::new(Extent::Fixed(groups(self.n, per_group)), Extent::Fixed(1)),
                 )
             }
-            MatmulKernel::Gemm { .. } => {
+            MatmulKernel::Gemm { .. } | MatmulKernel::FewRows { .. } => {
                 return Err(EngineError::Gpu(format!(
-                    "matmul `{}`: a GEMM is a sequence of dispatches (build_sequence)",
+                    "matmul `{}`: GEMMs and the few-rows kernel are built by build_sequence",
                     self.label
                 )))
             }

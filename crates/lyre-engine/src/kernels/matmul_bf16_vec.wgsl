@@ -16,9 +16,6 @@ const WG: u32 = 256u;
 const TILE_R: u32 = 4u;
 const UNROLL: u32 = 4u;
 
-@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
-@group(0) @binding(6) var<storage, read> gamma: array<vec4<u32>>;
-
 var<workgroup> wg_rows: u32;
 // Per subgroup: the rows' dot products and sums of squares.
 var<workgroup> part_dot: array<vec4<f32>, 64>;
@@ -26,18 +23,6 @@ var<workgroup> part_sq: array<vec4<f32>, 64>;
 
 var<private> acc: vec4<f32>;
 var<private> ssq: vec4<f32>;
-
-// The eight weights `wv` (k = 8i..8i+7) as two vec4s, times gamma in the RMS-normed mode.
-fn weights8(wv: vec4<u32>, i: u32) -> array<vec4<f32>, 2> {
-    var lo = bf16x4(wv.xy);
-    var hi = bf16x4(wv.zw);
-    if (INPUT == INPUT_RMS) {
-        let g = gamma[i];
-        lo *= bf16x4(g.xy);
-        hi *= bf16x4(g.zw);
-    }
-    return array<vec4<f32>, 2>(lo, hi);
-}
 
 // Adds the eight weights `wv` times one row (first vec4 at b0) to acc.x.
 fn accumulate1(wv: vec4<u32>, i: u32, b0: u32) {

@@ -95,9 +95,11 @@ fn max_split() -> u32 {
 }
 
 /// The GEMM alternatives of an `n × k` matmul: (first row count, kernel), for every level that
-/// [`min_rows`] leaves and whose chunk divides K.
-pub fn levels(env: &Env, n: u32, k: u32) -> Vec<(u32, MatmulKernel)> {
+/// [`min_rows`] and `floor` (the first row count left to the GEMM) leave and whose chunk
+/// divides K.
+pub fn levels(env: &Env, n: u32, k: u32, floor: u32) -> Vec<(u32, MatmulKernel)> {
     let Some(from) = min_rows(env.ctx) else { return Vec::new() };
+    let from = from.max(floor);
     levels_with(large_tile())
         .iter()
         .filter(|l| l.max_rows >= from && k % l.tile.bk == 0)

@@ -15,6 +15,7 @@ pub mod frame_rows;
 pub mod gemm_tile;
 pub mod glu;
 pub mod matmul;
+pub mod matmul_few_rows;
 pub mod matmul_gemm;
 pub mod qk_norm_rope;
 pub mod rms_norm;

@@ -67,6 +67,7 @@ fn kernels(gpu: &Gpu) -> Vec<MatmulKernel> {
     let mut kernels = vec![MatmulKernel::PerThread, MatmulKernel::Subgroup { size }];
     kernels.extend(matvec_kernels(size));
     kernels.extend(gemm_kernels());
+    kernels.extend(few_rows_kernels());
     kernels
 }
 
@@ -76,6 +77,8 @@ fn shapes(kernel: MatmulKernel) -> &'static [(usize, usize, usize)] {
         &[(1, 32, 5), (33, 64, 70), (40, 96, 65)]
     } else if matches!(kernel, MatmulKernel::Matvec { .. }) {
         &[(1, 64, 70), (3, 136, 33), (5, 520, 9), (7, 1032, 20)]
+    } else if matches!(kernel, MatmulKernel::FewRows { .. }) {
+        &[(2, 64, 70), (9, 136, 33), (35, 520, 9)]
     } else {
         &[(1, 36, 70), (3, 100, 33), (7, 64, 65), (13, 260, 9)]
     }

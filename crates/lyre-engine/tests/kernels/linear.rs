@@ -31,9 +31,13 @@ fn matmul_matches_cpu_on_odd_shapes() {
     kernels.push(MatmulKernel::Subgroup { size });
     kernels.extend(matvec_kernels(size));
     kernels.extend(gemm_kernels());
+    kernels.extend(few_rows_kernels());
     for kernel in kernels {
         let shapes: &[(usize, usize, usize)] = if matches!(kernel, MatmulKernel::Gemm { .. }) {
             &[(1, 32, 1), (33, 64, 70), (70, 96, 130), (5, 256, 65), (130, 64, 140)]
+        } else if matches!(kernel, MatmulKernel::FewRows { .. }) {
+            // Row counts past one pass of every quad count; K parts of unequal length.
+            &[(1, 8, 1), (5, 64, 70), (9, 136, 33), (33, 520, 65), (70, 264, 9)]
         } else if matches!(kernel, MatmulKernel::Matvec { .. }) {
             &[(1, 8, 1), (3, 64, 70), (7, 136, 130), (5, 520, 33), (1, 1024, 17)]
         } else {

@@ -44,6 +44,14 @@ pub fn matvec_kernels(size: u32) -> Vec<lyre_engine::kernels::matmul::MatmulKern
     [1, 2, 4, 8].map(|split| lyre_engine::kernels::matmul::MatmulKernel::Matvec { size, split }).to_vec()
 }
 
+/// The few-rows variants the kernel tests cover: every row-quad count, split and column count.
+pub fn few_rows_kernels() -> Vec<lyre_engine::kernels::matmul::MatmulKernel> {
+    use lyre_engine::kernels::matmul::MatmulKernel::FewRows;
+    [(1, 1, 1), (2, 2, 2), (4, 8, 1), (8, 1, 2), (8, 4, 1)]
+        .map(|(quads, split, cpt)| FewRows { quads, split, cpt })
+        .to_vec()
+}
+
 /// The GEMM variants the kernel tests cover: every tile, without a split, with an even split
 /// and with one that leaves the last workgroup fewer chunks of K.
 pub fn gemm_kernels() -> Vec<lyre_engine::kernels::matmul::MatmulKernel> {
