@@ -14,6 +14,7 @@ pub const SOURCE: KernelSource = KernelSource {
     name: "attention_rope_sg",
     wgsl: concat!(
         include_str!("descriptors.wgsl"),
+        include_str!("qk_norm_weights.wgsl"),
         include_str!("attention_merge_sg.wgsl"),
         include_str!("attention_rope_sg.wgsl")
     ),

@@ -30,30 +30,15 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> rows: array<Row>;
 @group(0) @binding(2) var<storage, read> qkv: array<f32>;
-@group(0) @binding(3) var<storage, read> q_norm: array<u32>;
-@group(0) @binding(4) var<storage, read> k_norm: array<u32>;
+// Bindings 3 and 4 (q_norm, k_norm) and norm_weight(): qk_norm_weights.wgsl.
 @group(0) @binding(5) var<storage, read> rope_cos: array<f32>;
 @group(0) @binding(6) var<storage, read> rope_sin: array<f32>;
 @group(0) @binding(7) var<storage, read_write> k_cache: array<f32>;
 @group(0) @binding(8) var<storage, read_write> v_cache: array<f32>;
 @group(0) @binding(9) var<storage, read_write> out: array<f32>;
 
-
 var<workgroup> wg_pos: u32;
 var<workgroup> wg_slot: u32;
-
-fn norm_weight(is_q: bool, i: u32) -> f32 {
-    var word: u32;
-    if (is_q) {
-        word = q_norm[i / 2u];
-    } else {
-        word = k_norm[i / 2u];
-    }
-    if (i % 2u == 0u) {
-        return bitcast<f32>(word << 16u);
-    }
-    return bitcast<f32>(word & 0xffff0000u);
-}
 
 // The lane's dims of head `h` (q heads first, then k heads) of the fused row at `src`, after
 // the per-head RMSNorm and RoPE at `pos`.

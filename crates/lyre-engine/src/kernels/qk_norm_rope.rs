@@ -10,6 +10,7 @@ pub const SOURCE: KernelSource = KernelSource {
     name: "qk_norm_rope",
     wgsl: concat!(
         include_str!("descriptors.wgsl"),
+        include_str!("qk_norm_weights.wgsl"),
         include_str!("qk_norm_rope_common.wgsl"),
         include_str!("qk_norm_rope.wgsl")
     ),
@@ -18,6 +19,7 @@ pub const SOURCE_SUBGROUP: KernelSource = KernelSource {
     name: "qk_norm_rope_sg",
     wgsl: concat!(
         include_str!("descriptors.wgsl"),
+        include_str!("qk_norm_weights.wgsl"),
         include_str!("qk_norm_rope_common.wgsl"),
         include_str!("qk_norm_rope_sg.wgsl")
     ),

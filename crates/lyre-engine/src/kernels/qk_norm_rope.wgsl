@@ -38,7 +38,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
     if (p.has_norm != 0u) {
         let inv = inverseSqrt(partial[0] / f32(hd) + p.eps);
         for (var d = t; d < hd; d += WG) {
-            head[d] = bf16_at(is_q, d) * (head[d] * inv);
+            head[d] = norm_weight(is_q, d) * (head[d] * inv);
         }
     }
     workgroupBarrier();

@@ -23,26 +23,12 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> rows: array<Row>;
 @group(0) @binding(2) var<storage, read> qkv: array<f32>;
-@group(0) @binding(3) var<storage, read> q_norm: array<u32>;
-@group(0) @binding(4) var<storage, read> k_norm: array<u32>;
+// Bindings 3 and 4 (q_norm, k_norm) and norm_weight(): qk_norm_weights.wgsl.
 @group(0) @binding(5) var<storage, read> rope_cos: array<f32>;
 @group(0) @binding(6) var<storage, read> rope_sin: array<f32>;
 @group(0) @binding(7) var<storage, read_write> q_out: array<f32>;
 @group(0) @binding(8) var<storage, read_write> k_cache: array<f32>;
 @group(0) @binding(9) var<storage, read_write> v_cache: array<f32>;
-
-fn bf16_at(buf_is_q: bool, i: u32) -> f32 {
-    var word: u32;
-    if (buf_is_q) {
-        word = q_norm[i / 2u];
-    } else {
-        word = k_norm[i / 2u];
-    }
-    if (i % 2u == 0u) {
-        return bitcast<f32>(word << 16u);
-    }
-    return bitcast<f32>(word & 0xffff0000u);
-}
 
 // Row r of the dispatch (grid y, and z when rows are grouped).
 fn dispatch_row(wid: vec3<u32>) -> u32 {

@@ -46,7 +46,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
         let inv = inverseSqrt(total / f32(hd) + p.eps);
         for (var i = 0u; i < MAX_DPL; i++) {
             if (i < DPL) {
-                v[i] = bf16_at(is_q, lane + i * SG) * (v[i] * inv);
+                v[i] = norm_weight(is_q, lane + i * SG) * (v[i] * inv);
             }
         }
     }
