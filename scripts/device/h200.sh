@@ -2,7 +2,8 @@
 # The benchmark driver for the lent H200 (run from the checkout root there, with `.gl`, `.dev` and,
 # for the baseline, `.whl` carried; scripts/device/prepare.sh fills them here). Results go to $OUT.
 #   h200.sh tests     the kernel tests (CPU references) on the GPU
-#   h200.sh final     `lyre bench` on 0.6B over every batch, v7's codec conv rule at 32 and 128,
+#   h200.sh final     `lyre bench` on 0.6B over every batch, without cooperative matrices at 32,
+#                     128 and 256,
 #                     the official PyTorch implementation on the same GPU (`.whl` carried;
 #                     QB_SECTIONS chooses bench_qwen.py's sections), 1.7B, and a per-dispatch
 #                     profile
@@ -21,8 +22,14 @@
 #                     (BATCHES) as built and with each of SWEEP_ENVS
 #   h200.sh v9        the kernel tests, the 1.7B shapes swept at 2-8 rows, and 0.6B (batch 1-16)
 #                     and 1.7B (1-8) with the few-rows matmul on and off (LYRE_FEW_ROWS_MAX=0)
-#   h200.sh parity    the fixture-parity tests that need only the CustomVoice fixture, as shipped
-#                     and with the GEMMs forced at every row count (carry .gl and .fx only)
+#   h200.sh coop      the kernel tests with cooperative matrices required (LYRE_REQUIRE_COOP=1),
+#                     0.6B (BATCHES) with the GEMMs on cooperative matrices and without
+#                     (LYRE_COOP=0) and with the codec convs on registers (LYRE_CONV_COOP=0), then
+#                     the GEMM microbenchmark on registers and cooperative matrices (ROWS, SHAPES)
+#   h200.sh parity    the fixture-parity tests that need only the CustomVoice fixture, as shipped,
+#                     with the register GEMMs forced at every row count, and with the GEMMs on
+#                     cooperative matrices at every row count (LYRE_PARITY_F16=1 tolerances;
+#                     carry .gl and .fx only)
 # Everything lands in $OUT/results.tgz, saved after each step.
 set -uo pipefail
 MODE=${1:-final}
@@ -86,8 +93,8 @@ final)
   model 0.6B-CustomVoice /tmp/m06
   bench h200-0.6b /tmp/m06 --batch 1,8,32,64,128,256 --frames 30
   save
-  # v7's conv rule (GEMM from 4096 live rows; the 1-column output conv too) against v8's.
-  LYRE_CONV_GEMM_MIN_ROWS=4096 bench convrule-v7 /tmp/m06 --batch 32,128 --frames 10
+  # v10: the GEMMs on registers only (no cooperative matrices) against the table above.
+  LYRE_COOP=0 bench nocoop /tmp/m06 --batch 32,128,256 --frames 10
   save
   official
   save
@@ -161,6 +168,21 @@ sweep)
     env "$e" bash -c "$(declare -f bench log); OUT=$OUT; bench ${e//=/-} /tmp/m06 --batch ${BATCHES:-1,8,32,64} --frames 20"
   done
   ;;
+coop)
+  LYRE_REQUIRE_COOP=1 kernel_tests
+  save
+  model 0.6B-CustomVoice /tmp/m06
+  bench coop /tmp/m06 --batch ${BATCHES:-32,128,256} --frames 20
+  save
+  LYRE_COOP=0 bench nocoop /tmp/m06 --batch ${BATCHES:-32,128,256} --frames 20
+  save
+  LYRE_CONV_COOP=0 bench coop-noconv /tmp/m06 --batch ${BATCHES:-32,128,256} --frames 20
+  save
+  log "GEMM sweep"
+  LYRE_BENCH_SWEEP=gemm LYRE_BENCH_ROWS=${ROWS:-32,64,128,256} LYRE_BENCH_SHAPES=${SHAPES:-0.6B,cp head} \
+    LYRE_BENCH_CHAIN=100 timeout ${SWEEP_S:-120} .dev/bench-matvec > "$OUT/gemm-sweep.md" 2>&1
+  log "sweep rc=$?"
+  ;;
 parity)
   export LYRE_SHARED=$PWD/.fx
   t="e2e::custom_voice_greedy_cases_match_reference batch::batched_sessions_equal_solo_runs
@@ -168,8 +190,15 @@ parity)
   # shellcheck disable=SC2086
   .fx/test-parity --test-threads 2 $t 2>&1 | tee "$OUT/parity.log" | grep -E "^test result|FAILED"
   # shellcheck disable=SC2086
-  LYRE_GEMM_MIN_ROWS=1 LYRE_CONV_GEMM_MIN_ROWS=1 .fx/test-parity --test-threads 2 $t 2>&1 \
+  # One test thread: with the GEMMs forced, two threads crash the process (SIGSEGV in the e2e
+  # thread, with or without cooperative matrices; not with LYRE_SHADER_CHECKS=1). See
+  # docs/PERFORMANCE.md v10.
+  LYRE_COOP=0 LYRE_GEMM_MIN_ROWS=1 LYRE_CONV_GEMM_MIN_ROWS=1 .fx/test-parity --test-threads 1 $t 2>&1 \
     | tee "$OUT/parity-forced.log" | grep -E "^test result|FAILED"
+  # The GEMMs on cooperative matrices at every row count, held to f16-operand tolerances.
+  # shellcheck disable=SC2086
+  LYRE_PARITY_F16=1 LYRE_GEMM_MIN_ROWS=1 LYRE_CONV_GEMM_MIN_ROWS=1 LYRE_COOP_MIN_ROWS=1 .fx/test-parity \
+    --test-threads 1 --nocapture $t 2>&1 | tee "$OUT/parity-coop.log" | grep -E "^test result|FAILED|max.Δ"
   ;;
 esac
 save

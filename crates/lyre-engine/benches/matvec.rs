@@ -10,6 +10,8 @@
 //! * `LYRE_BENCH_CHAIN`: dispatches per chain (default 400);
 //! * `LYRE_BENCH_SWEEP=1`: at every row count, every mat-vec split, few-rows kernel and GEMM tile
 //!   and split;
+//! * `LYRE_BENCH_SWEEP=gemm`: the engine's choice and every GEMM tile at splits 1, 4 and 16, on
+//!   registers and, where the adapter has them, on cooperative matrices;
 //! * `LYRE_BENCH_SHAPES`: comma-separated label filters (e.g. `0.6B,cp`);
 //! * `LYRE_ADAPTER`: adapter name filter.
 
@@ -73,6 +75,37 @@ struct Buffers {
 /// A kernel to time: its name and dispatches.
 type Variant = (String, Vec<Dispatch>);
 
+/// What `LYRE_BENCH_SWEEP` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sweep {
+    Off,
+    All,
+    Gemm,
+}
+
+/// The GEMM tiles and splits of `LYRE_BENCH_SWEEP=gemm` at `rows`: every tile no more than
+/// twice the rows, on registers and cooperative matrices.
+fn gemm_variants(env: &Env, matmul: &Matmul, rows: u32) -> Result<Vec<Variant>, Box<dyn std::error::Error>> {
+    let mut out = Vec::new();
+    let coop = env.ctx.has_coop_f16();
+    for tile in [GemmTile::ROWS_16, GemmTile::ROWS_32, GemmTile::ROWS_64, GemmTile::ROWS_128] {
+        if tile.rows() > 2 * rows.max(16) || matmul.k % tile.bk != 0 {
+            continue;
+        }
+        let wide = (tile == GemmTile::ROWS_64).then_some(GemmTile::COOP_WIDE);
+        let forms = [Some(tile), tile.on_coop().filter(|_| coop), wide.filter(|_| coop)];
+        for (tile, split) in forms.into_iter().flatten().flat_map(|t| [1, 4, 16].map(|s| (t, s))) {
+            if matmul.k / tile.bk < 2 * split {
+                continue;
+            }
+            let coop = if tile.coop { format!(" × {} coop", tile.cols()) } else { String::new() };
+            let name = format!("GEMM {} rows{coop}, split {split}", tile.rows());
+            out.push((name, matmul.build_sequence(env, MatmulKernel::Gemm { tile, split })?));
+        }
+    }
+    Ok(out)
+}
+
 /// The kernels to time at `rows`: the engine's choice, the few-row kernels below 8 rows, and
 /// with `sweep` every mat-vec split, few-rows kernel and GEMM tile and split.
 fn variants(
@@ -80,10 +113,15 @@ fn variants(
     matmul: &Matmul,
     size: u32,
     rows: u32,
-    sweep: bool,
+    sweep: Sweep,
 ) -> Result<Vec<Variant>, Box<dyn std::error::Error>> {
     let (n, k) = (matmul.n, matmul.k);
     let mut out = vec![("engine's choice".to_string(), vec![matmul.build(env)?])];
+    if sweep == Sweep::Gemm {
+        out.extend(gemm_variants(env, matmul, rows)?);
+        return Ok(out);
+    }
+    let sweep = sweep == Sweep::All;
     let chosen = matvec_split(n, k, size);
     if rows < 8 || sweep {
         let mut kernels = vec![MatmulKernel::Subgroup { size }];
@@ -153,10 +191,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = GpuContext::new(&GpuOptions::from_env())?;
     let summary = ctx.summary();
     println!(
-        "adapter: {} ({}), subgroup size {:?}",
+        "adapter: {} ({}), subgroup size {:?}, cooperative matrices: {}",
         summary.name,
         summary.backend,
-        ctx.fixed_subgroup_size()
+        ctx.fixed_subgroup_size(),
+        summary.coop_matrix_f16
     );
     let Some(size) = ctx.fixed_subgroup_size() else {
         return Err("the mat-vec kernels need subgroups of a fixed size".into());
@@ -172,7 +211,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let env =
         Env { ctx: &ctx, counts: &b.counts, dummy: &b.dummy, scratch: &b.scratch, partials: &b.partials };
     let max_rows = rows_list.iter().copied().max().unwrap_or(1);
-    let sweep = std::env::var("LYRE_BENCH_SWEEP").as_deref() == Ok("1");
+    let sweep = match std::env::var("LYRE_BENCH_SWEEP").as_deref() {
+        Ok("1") => Sweep::All,
+        Ok("gemm") => Sweep::Gemm,
+        _ => Sweep::Off,
+    };
     let only = std::env::var("LYRE_BENCH_SHAPES").unwrap_or_default();
     println!("| shape | n × k | rows | kernel | µs/dispatch | GB/s |");
     println!("|---|---|---:|---|---:|---:|");

@@ -107,12 +107,23 @@ impl GpuContext {
             | wgpu::Features::TIMESTAMP_QUERY
             | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
             | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
-        let features = adapter.features() & wanted;
+        let mut features = adapter.features() & wanted;
+        let coop_off = super::coop::unusable(&adapter);
+        let mut experimental = wgpu::ExperimentalFeatures::disabled();
+        if coop_off.is_none() {
+            features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+            // SAFETY: the one experimental feature asked for is cooperative matrices, used only by
+            // coop_tile.wgsl in the shapes the adapter reports, and tested against the CPU on it.
+            #[allow(unsafe_code)]
+            {
+                experimental = unsafe { wgpu::ExperimentalFeatures::enabled() };
+            }
+        }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("lyre"),
             required_features: features,
             required_limits: limits.clone(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            experimental_features: experimental,
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         }))
@@ -125,6 +136,9 @@ impl GpuContext {
             slot.get_or_insert_with(|| e.to_string());
         }));
         tracing::info!(adapter = %info.name, backend = ?info.backend, kind = ?info.device_type, "GPU ready");
+        if let Some(why) = coop_off {
+            tracing::debug!(why, "GEMM tiles without cooperative matrices");
+        }
         Ok(GpuContext {
             device,
             queue,
@@ -171,6 +185,11 @@ impl GpuContext {
             .then_some(lo)
     }
 
+    /// True when the GEMM tiles may run on cooperative matrices (f16 operands, f32 sums).
+    pub fn has_coop_f16(&self) -> bool {
+        self.features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+    }
+
     /// True when timestamps can be written inside a compute pass (per-part GPU timing).
     pub fn has_timestamps_in_passes(&self) -> bool {
         self.features
@@ -190,6 +209,7 @@ impl GpuContext {
             timestamps_in_passes: self.has_timestamps_in_passes(),
             max_storage_binding: self.limits.max_storage_buffer_binding_size,
             max_workgroup_storage: self.limits.max_compute_workgroup_storage_size,
+            coop_matrix_f16: self.has_coop_f16(),
             shader_checks: self.shader_checks == ShaderChecks::On,
         }
     }
@@ -213,6 +233,8 @@ pub struct AdapterSummary {
     pub timestamps_in_passes: bool,
     pub max_storage_binding: u64,
     pub max_workgroup_storage: u32,
+    /// Whether the GEMM tiles run on cooperative matrices (tensor cores).
+    pub coop_matrix_f16: bool,
     /// Whether wgpu's runtime checks are compiled into the kernels.
     pub shader_checks: bool,
 }

@@ -3,6 +3,7 @@
 
 mod buffer;
 mod context;
+mod coop;
 mod pipeline;
 mod plan;
 

@@ -8,8 +8,8 @@ use super::conv1d::{Conv1d, Params};
 use super::gemm_tile::GemmTile;
 use super::seq_view::{check_groups, sequence_dispatch};
 use super::Env;
-use crate::error::Result;
-use crate::gpu::{Alternative, Dispatch, Extent, Grid, KernelSource, RowCount};
+use crate::error::{EngineError, Result};
+use crate::gpu::{Alternative, Dispatch, Extent, GpuContext, Grid, KernelSource, RowCount};
 
 pub const SOURCE: KernelSource = KernelSource {
     name: "conv1d_gemm",
@@ -17,6 +17,17 @@ pub const SOURCE: KernelSource = KernelSource {
         include_str!("seq_view.wgsl"),
         include_str!("conv1d_common.wgsl"),
         include_str!("gemm_tile.wgsl"),
+        include_str!("conv1d_gemm.wgsl")
+    ),
+};
+
+/// The same kernel on cooperative matrices (`coop_tile.wgsl` in place of `gemm_tile.wgsl`).
+pub const SOURCE_COOP: KernelSource = KernelSource {
+    name: "conv1d_gemm_coop",
+    wgsl: concat!(
+        include_str!("coop_tile.wgsl"),
+        include_str!("seq_view.wgsl"),
+        include_str!("conv1d_common.wgsl"),
         include_str!("conv1d_gemm.wgsl")
     ),
 };
@@ -73,9 +84,19 @@ pub fn policy() -> GemmPolicy {
 
 /// The tile of the conv layers: `LYRE_CONV_TILE` (a [`GemmTile::by_name`] name) when set, else
 /// 128 rows × 64 columns. Measured on an H200 at batch 256 (docs/PERFORMANCE.md, v7): codec
-/// 61.5 ms with it, 64.4 ms with 128 × 128 and 67.8 ms with 64 × 64.
-pub fn tile() -> GemmTile {
-    std::env::var("LYRE_CONV_TILE").ok().and_then(|v| GemmTile::by_name(&v)).unwrap_or(GemmTile::ROWS_128)
+/// 61.5 ms with it, 64.4 ms with 128 × 128 and 67.8 ms with 64 × 64. On cooperative matrices
+/// where the adapter has them, unless `LYRE_CONV_COOP=0`.
+pub fn tile(ctx: &GpuContext) -> GemmTile {
+    let tile = std::env::var("LYRE_CONV_TILE")
+        .ok()
+        .and_then(|v| GemmTile::by_name(&v))
+        .unwrap_or(GemmTile::ROWS_128);
+    let coop = ctx.has_coop_f16() && std::env::var("LYRE_CONV_COOP").as_deref() != Ok("0");
+    if coop {
+        tile.coop_for()
+    } else {
+        tile
+    }
 }
 
 /// The GEMM dispatch of `site` with `tile`, with `params` and `buffers` as [`Conv1d`] prepared
@@ -97,8 +118,14 @@ pub(super) fn dispatch(
         },
         z: Extent::Fixed(1),
     };
+    if tile.coop && !env.ctx.has_coop_f16() {
+        return Err(EngineError::Gpu(format!(
+            "conv `{}`: the adapter has no cooperative matrices",
+            site.label
+        )));
+    }
     params.y_rows = tile.rows();
-    let pipeline = env.ctx.pipeline(SOURCE, &tile.constants());
+    let pipeline = env.ctx.pipeline(if tile.coop { SOURCE_COOP } else { SOURCE }, &tile.constants());
     Ok(sequence_dispatch(env, pipeline, site.label, &params, site.sessions, buffers, grid))
 }
 
@@ -110,7 +137,7 @@ pub(super) fn alternative(
     params: Params,
     buffers: &[&wgpu::Buffer],
 ) -> Result<Option<Alternative>> {
-    let tile = tile();
+    let tile = tile(env.ctx);
     let Some(min_sessions) = policy().min_sessions(site.rows_in, site.conv.shape.cols(), tile) else {
         return Ok(None);
     };

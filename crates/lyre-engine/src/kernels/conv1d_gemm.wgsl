@@ -88,6 +88,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
             workgroupBarrier();
         }
     }
+    flush_acc(tx, ty);
     for (var q = 0u; q < TM; q++) {
         let o = tile_row(wid, block_row(ty, q), ns);
         if (o.y == 0u) {
@@ -96,7 +97,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
         let s = o.x / p.rows_in;
         let t = o.x % p.rows_in;
         for (var jb = 0u; jb < TN / 4u; jb++) {
-            let a = acc_at(q, jb);
+            let a = acc_at(tx, ty, q, jb);
             let c0 = col0 + block_col(tx, jb);
             for (var e = 0u; e < 4u; e++) {
                 if (c0 + e < p.cols) {

@@ -13,7 +13,9 @@
 // BK·(BM + 4) + BK·(BN + 4) floats, at most 17 KiB for these shapes.
 //
 // The kernel supplies the loaders: it calls stage_x / stage_w with four consecutive k values of
-// one row / column, then workgroupBarrier(), mma_chunk(), workgroupBarrier().
+// one row / column, then workgroupBarrier(), mma_chunk(), workgroupBarrier(); after the K loop,
+// flush_acc() in uniform control flow, then acc_at() for its epilogue. coop_tile.wgsl has the
+// same interface on cooperative matrices.
 
 override TM: u32 = 4u; // rows per thread: 4 or 8
 override TN: u32 = 4u; // columns per thread: 4 or 8
@@ -146,8 +148,11 @@ fn block_col(tx: u32, j: u32) -> u32 {
     return j * 64u + 4u * tx;
 }
 
-// The accumulator of block row `q`, column band `j`.
-fn acc_at(q: u32, j: u32) -> vec4<f32> {
+// Nothing to do here: the sums are already in registers (coop_tile.wgsl stores its own).
+fn flush_acc(tx: u32, ty: u32) {}
+
+// The accumulator of block row `q`, column band `j` of thread (tx, ty).
+fn acc_at(tx: u32, ty: u32, q: u32, j: u32) -> vec4<f32> {
     switch (2u * q + j) {
         case 0u: { return acc00; }
         case 1u: { return acc01; }

@@ -17,15 +17,15 @@ override W_LOADS: u32 = BN * BK / 4u / THREADS;
 
 @group(0) @binding(7) var<storage, read_write> part: array<f32>;
 
-var<workgroup> wg_rows: u32;
+// The only workgroup variable besides the tile's: 1 KiB, a multiple of 16 bytes (see
+// coop_tile.wgsl; with a u32 beside it the cooperative tile's sums came back shifted by one
+// column on an H200).
 var<workgroup> row_sums: array<f32, 256>;
 
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-    if (t == 0u) {
-        wg_rows = counts[p.rows_index];
-    }
-    let rows = workgroupUniformLoad(&wg_rows);
+    // Not used for control flow around barriers, so it need not be workgroup-uniform.
+    let rows = counts[p.rows_index];
     let n0 = wid.x * BN;
     let r0 = wid.y * BM;
     let tx = t % 16u;
@@ -104,6 +104,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         mma_chunk(tx, ty);
         workgroupBarrier();
     }
+    flush_acc(tx, ty);
 
     if (SPLIT > 1u) {
         for (var q = 0u; q < TM; q++) {
@@ -113,7 +114,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }
             let base = (wid.z * rows + row) * p.n;
             for (var j = 0u; j < TN / 4u; j++) {
-                let v = acc_at(q, j);
+                let v = acc_at(tx, ty, q, j);
                 let c0 = n0 + block_col(tx, j);
                 for (var e = 0u; e < 4u; e++) {
                     if (c0 + e < p.n) {
@@ -144,7 +145,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             scale = row_scale(q2);
         }
         for (var j = 0u; j < TN / 4u; j++) {
-            let v = acc_at(q, j) * scale;
+            let v = acc_at(tx, ty, q, j) * scale;
             let c0 = n0 + block_col(tx, j);
             for (var e = 0u; e < 4u; e++) {
                 if (c0 + e < p.n) {

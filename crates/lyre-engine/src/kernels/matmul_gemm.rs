@@ -22,6 +22,16 @@ pub const SOURCE: KernelSource = KernelSource {
         include_str!("matmul_bf16_gemm.wgsl")
     ),
 };
+/// The same kernel on cooperative matrices (`coop_tile.wgsl` in place of `gemm_tile.wgsl`).
+pub const SOURCE_COOP: KernelSource = KernelSource {
+    name: "matmul_bf16_gemm_coop",
+    wgsl: concat!(
+        include_str!("coop_tile.wgsl"),
+        include_str!("matmul_common.wgsl"),
+        include_str!("matmul_weights4.wgsl"),
+        include_str!("matmul_bf16_gemm.wgsl")
+    ),
+};
 pub const SOURCE_REDUCE: KernelSource = KernelSource {
     name: "matmul_split_reduce",
     wgsl: concat!(
@@ -39,7 +49,10 @@ const MAX_SPLIT: u32 = 32;
 const PARTIALS_BYTES: u64 = 1023 * 8 * 1024 * 4;
 /// Rows from which matmuls take the GEMM on GPUs (below: the subgroup mat-vec).
 const DEFAULT_MIN_ROWS: u32 = 8;
+/// Rows from which the GEMM tiles run on cooperative matrices where the adapter has them.
+const DEFAULT_COOP_MIN_ROWS: u32 = 33;
 
+#[derive(Clone, Copy)]
 /// One level: ticks of `min_rows..=max_rows` rows take `tile`, and K is split until the grid
 /// has about `target_groups` workgroups at `min_rows` rows (no split when 0).
 struct Level {
@@ -80,6 +93,13 @@ pub fn min_rows(ctx: &GpuContext) -> Option<u32> {
     }
 }
 
+/// Rows from which the GEMM's tiles run on cooperative matrices: `None` where the adapter has
+/// none ([`GpuContext::has_coop_f16`]), else `LYRE_COOP_MIN_ROWS` or [`DEFAULT_COOP_MIN_ROWS`].
+pub fn coop_min_rows(ctx: &GpuContext) -> Option<u32> {
+    let rows = std::env::var("LYRE_COOP_MIN_ROWS").ok().and_then(|v| v.parse::<u32>().ok());
+    ctx.has_coop_f16().then(|| rows.unwrap_or(DEFAULT_COOP_MIN_ROWS).max(1))
+}
+
 /// Bytes of split-K partials a plan should allocate for [`Env::partials`] on this adapter.
 pub fn partials_bytes(ctx: &GpuContext) -> u64 {
     if min_rows(ctx).is_some() {
@@ -96,18 +116,27 @@ fn max_split() -> u32 {
 
 /// The GEMM alternatives of an `n × k` matmul: (first row count, kernel), for every level that
 /// [`min_rows`] and `floor` (the first row count left to the GEMM) leave and whose chunk
-/// divides K.
+/// divides K; from [`coop_min_rows`] on, on cooperative matrices.
 pub fn levels(env: &Env, n: u32, k: u32, floor: u32) -> Vec<(u32, MatmulKernel)> {
     let Some(from) = min_rows(env.ctx) else { return Vec::new() };
     let from = from.max(floor);
-    levels_with(large_tile())
-        .iter()
-        .filter(|l| l.max_rows >= from && k % l.tile.bk == 0)
-        .map(|l| {
-            let split = split_for(l, n, k, env.partials.size());
-            (l.min_rows.max(from), MatmulKernel::Gemm { tile: l.tile, split })
-        })
-        .collect()
+    let coop_from = coop_min_rows(env.ctx);
+    let mut out = Vec::new();
+    for l in levels_with(large_tile()).iter().filter(|l| l.max_rows >= from && k % l.tile.bk == 0) {
+        let split = split_for(l, n, k, env.partials.size());
+        let first = l.min_rows.max(from);
+        let coop =
+            Some(l.tile.coop_for()).filter(|t| k % t.bk == 0 && coop_from.is_some_and(|c| c <= l.max_rows));
+        let coop_from = coop_from.unwrap_or(u32::MAX);
+        if first < coop_from || coop.is_none() {
+            out.push((first, MatmulKernel::Gemm { tile: l.tile, split }));
+        }
+        if let Some(tile) = coop {
+            let split = split_for(&Level { tile, ..*l }, n, k, env.partials.size());
+            out.push((first.max(coop_from), MatmulKernel::Gemm { tile, split }));
+        }
+    }
+    out
 }
 
 /// Doubles the split while the grid is short of the level's target, each split keeps at least
@@ -136,10 +165,11 @@ pub(super) fn dispatches(
     tile: GemmTile,
     split: u32,
 ) -> Result<Vec<Dispatch>> {
-    if site.k % tile.bk != 0 || !GemmTile::ALL.contains(&tile) || split == 0 {
+    if site.k % tile.bk != 0 || !tile.is_known() || split == 0 || (tile.coop && !env.ctx.has_coop_f16()) {
         return Err(EngineError::Gpu(format!(
             "matmul `{}`: the GEMM needs k ({}) to be a multiple of its chunk, one of the tiles of \
-             GemmTile::ALL ({tile:?}) and a split of at least 1",
+             GemmTile::ALL ({tile:?}; cooperative ones where the adapter has them) and a split of \
+             at least 1",
             site.label, site.k
         )));
     }
@@ -151,7 +181,7 @@ pub(super) fn dispatches(
     bound.push(env.partials);
     let mut constants = tile.constants().to_vec();
     constants.extend([("SPLIT", split as f64), input]);
-    let gemm = ctx.pipeline(SOURCE, &constants);
+    let gemm = ctx.pipeline(if tile.coop { SOURCE_COOP } else { SOURCE }, &constants);
     let mut out = vec![Dispatch {
         label: site.label.to_string(),
         bind_group: ctx.bind_group(site.label, &gemm, &bound),

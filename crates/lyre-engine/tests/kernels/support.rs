@@ -66,3 +66,28 @@ pub fn gemm_kernels() -> Vec<lyre_engine::kernels::matmul::MatmulKernel> {
         Gemm { tile: GemmTile::ROWS_128_WIDE, split: 1 },
     ]
 }
+
+/// The GEMM variants on cooperative matrices (f16 operands, f32 sums) where the adapter has them
+/// (none on lavapipe). `LYRE_REQUIRE_COOP=1` (the H200 runs) makes their absence a failure.
+pub fn coop_kernels(gpu: &Gpu) -> Vec<lyre_engine::kernels::matmul::MatmulKernel> {
+    use lyre_engine::kernels::gemm_tile::GemmTile;
+    use lyre_engine::kernels::matmul::MatmulKernel::Gemm;
+    let coop = gpu.ctx.has_coop_f16();
+    let asked = std::env::var("LYRE_REQUIRE_COOP").as_deref() == Ok("1");
+    assert!(coop || !asked, "LYRE_REQUIRE_COOP=1 but the adapter offers no usable cooperative matrices");
+    if !coop {
+        return Vec::new();
+    }
+    let on = |t: GemmTile| t.on_coop().expect("a tile with a cooperative form");
+    vec![
+        Gemm { tile: on(GemmTile::ROWS_16), split: 1 },
+        Gemm { tile: on(GemmTile::ROWS_32), split: 2 },
+        Gemm { tile: on(GemmTile::ROWS_64), split: 3 },
+        Gemm { tile: GemmTile::COOP_WIDE, split: 2 },
+    ]
+}
+
+/// Whether `kernel` runs on cooperative matrices (its operands rounded to f16).
+pub fn is_coop(kernel: lyre_engine::kernels::matmul::MatmulKernel) -> bool {
+    matches!(kernel, lyre_engine::kernels::matmul::MatmulKernel::Gemm { tile, .. } if tile.coop)
+}

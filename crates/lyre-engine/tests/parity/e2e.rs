@@ -43,6 +43,24 @@ fn ref_codes(r: &Refs) -> Vec<[u16; 16]> {
 /// The frames whose codes must match exactly: all of them, unless a greedy choice with a
 /// stored top-2 margin ≤ 1e-4 (a near tie, which float rounding may flip) differs; then the
 /// frames before it, and the run is compared up to there.
+/// The tolerances of the greedy cases: f32 math, or with `LYRE_PARITY_F16=1` the GEMMs' f16
+/// operands on cooperative matrices (set where the H200 runs force them at every row count;
+/// docs/PERFORMANCE.md v10 has the figures). Codes must match either way, up to near ties.
+struct Tolerances {
+    min_cos: f64,
+    logits: f32,
+    waveform: f32,
+    tie: f32,
+}
+
+fn tolerances() -> Tolerances {
+    if std::env::var("LYRE_PARITY_F16").as_deref() == Ok("1") {
+        Tolerances { min_cos: 0.9999, logits: 2e-3, waveform: 1e-2, tie: 1e-2 }
+    } else {
+        Tolerances { min_cos: 0.99999, logits: 1e-4, waveform: 1e-4, tie: 1e-4 }
+    }
+}
+
 fn exact_frames(case: &str, r: &Refs, got: &[[u16; 16]], want: &[[u16; 16]]) -> usize {
     let (tg, cg) = (r.f32("talker_top2_gaps"), r.f32("cp_top2_gaps"));
     for (f, (a, b)) in got.iter().zip(want).enumerate() {
@@ -51,7 +69,8 @@ fn exact_frames(case: &str, r: &Refs, got: &[[u16; 16]], want: &[[u16; 16]]) -> 
         }
         let k = (0..16).find(|&k| a[k] != b[k]).unwrap();
         let gap = if k == 0 { tg[f] } else { cg[f * 15 + k - 1] };
-        assert!(gap <= 1e-4, "{case}: frame {f} codebook {k}: {} != {} (margin {gap})", a[k], b[k]);
+        let tie = tolerances().tie;
+        assert!(gap <= tie, "{case}: frame {f} codebook {k}: {} != {} (margin {gap})", a[k], b[k]);
         println!("{case}: frame {f} codebook {k} is a near tie (margin {gap:.2e}); compared up to it");
         return f;
     }
@@ -78,10 +97,11 @@ fn check_case(fixture_name: &str, case: &str) -> bool {
     if n == codes.len() {
         assert!(want.len() - talker.len() <= if hit_eos { 0 } else { 3072 });
     }
-    assert_matches(&format!("{case} talker logits"), &talker, &want[..talker.len()], 0.99999, 1e-4);
+    let tol = tolerances();
+    assert_matches(&format!("{case} talker logits"), &talker, &want[..talker.len()], tol.min_cos, tol.logits);
     let cp: Vec<f32> = cp.into_iter().take(n * 15).flatten().collect();
     let want = r.f32("cp_logits");
-    assert_matches(&format!("{case} code-predictor logits"), &cp, &want[..cp.len()], 0.99999, 1e-4);
+    assert_matches(&format!("{case} code-predictor logits"), &cp, &want[..cp.len()], tol.min_cos, tol.logits);
     // The engine's streamed audio is the reference waveform (the decoder runs in the same tick;
     // for ICL, after the reference frames primed it).
     let wav = r.f32("wav");
@@ -91,7 +111,7 @@ fn check_case(fixture_name: &str, case: &str) -> bool {
     let m = n * 1920;
     let d = pcm[..m].iter().zip(&wav[..m]).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
     println!("{case} waveform: max|Δ| {d:.3e} over {m} samples");
-    assert!(d <= 1e-4, "{case}: waveform max|Δ| {d}");
+    assert!(d <= tol.waveform, "{case}: waveform max|Δ| {d}");
     true
 }
 

@@ -1,4 +1,5 @@
-//! The GEMM conv1d kernel (every tile of `GemmTile::ALL`) against the CPU references of
+//! The GEMM conv1d kernel (every tile of `GemmTile::ALL`, and their cooperative-matrix forms where
+//! the adapter has them) against the CPU references of
 //! `conv.rs`, on shapes that leave partial tiles and chunks. Tiles run over the rows of all
 //! sessions as one sequence, so tiles straddle sessions.
 
@@ -7,10 +8,26 @@ use lyre_engine::kernels::conv1d_gemm::policy;
 use lyre_engine::kernels::gemm_tile::GemmTile;
 
 use super::conv::{dilated_conv_case, linear_case, transposed_conv_case, Kernel};
+use super::Gpu;
+
+/// Every tile, and on an adapter with cooperative matrices every tile that has a cooperative form.
+fn tiles() -> Vec<GemmTile> {
+    let coop = Gpu::new().ctx.has_coop_f16();
+    require_coop_if_asked(coop);
+    let on_coop = GemmTile::ALL.iter().filter_map(|t| t.on_coop()).chain([GemmTile::COOP_WIDE]);
+    GemmTile::ALL.into_iter().chain(on_coop.filter(|_| coop)).collect()
+}
+
+/// `LYRE_REQUIRE_COOP=1` (the H200 runs) turns an adapter without cooperative matrices into a
+/// failure instead of a run without those kernels (lavapipe has none).
+fn require_coop_if_asked(coop: bool) {
+    let asked = std::env::var("LYRE_REQUIRE_COOP").as_deref() == Ok("1");
+    assert!(coop || !asked, "LYRE_REQUIRE_COOP=1 but the adapter offers no usable cooperative matrices");
+}
 
 #[test]
 fn gemm_dilated_causal_conv_reads_every_tap_from_the_ring() {
-    for (i, tile) in GemmTile::ALL.into_iter().enumerate() {
+    for (i, tile) in tiles().into_iter().enumerate() {
         let seed = 31 + 10 * i as u64;
         // 6 inputs: one partial chunk; 5 rows per session: a partial row tile.
         dilated_conv_case(Kernel::Gemm(tile), 6, 5, 5, seed);
@@ -22,7 +39,7 @@ fn gemm_dilated_causal_conv_reads_every_tap_from_the_ring() {
 
 #[test]
 fn gemm_transposed_conv_writes_every_phase() {
-    for (i, tile) in GemmTile::ALL.into_iter().enumerate() {
+    for (i, tile) in tiles().into_iter().enumerate() {
         let seed = 33 + 10 * i as u64;
         transposed_conv_case(Kernel::Gemm(tile), 5, 3, 4, 3, seed);
         // 80 virtual columns (4 phases × 20): the phases straddle column tiles of 64.
@@ -32,7 +49,7 @@ fn gemm_transposed_conv_writes_every_phase() {
 
 #[test]
 fn gemm_linear_applies_every_epilogue_flag() {
-    for (i, tile) in GemmTile::ALL.into_iter().enumerate() {
+    for (i, tile) in tiles().into_iter().enumerate() {
         let seed = 35 + 10 * i as u64;
         // 36 inputs (9 groups: a full chunk and one group). One row per session.
         linear_case(Kernel::Gemm(tile), 36, 70, 70, 1, Activation::Gelu, false, seed);

@@ -1,0 +1,125 @@
+enable f16;
+enable wgpu_cooperative_matrix;
+
+// gemm_tile.wgsl's interface on cooperative matrices (tensor cores): the same tile shapes and
+// loaders, but each chunk is staged in f16 (operands; the official model computes in bf16, whose
+// mantissa is shorter) and every subgroup of 32 multiplies 16 × 16 × 16 blocks with f32
+// accumulators. Prepended first to a kernel (the `enable`s must open the module), and used only
+// where the adapter offers 16 × 16 × 16 f16 · f16 + f32 at subgroup scope with subgroups of 32
+// (gpu::GpuContext::has_coop_f16).
+//
+// A subgroup owns a 16 × 32 (SG_TR = 1) or 32 × 32 (SG_TR = 2) block of C: tiles of 16, 32 and
+// 64 rows × 64 hold two 16 × 16 accumulators per subgroup, 64 × 128 (GemmTile::COOP_WIDE) four. After the K loop
+// flush_acc() stores them to workgroup memory, from where acc_at() hands each thread the same
+// block the register tile would, so the kernels' epilogues are shared.
+
+override TM: u32 = 4u;
+override TN: u32 = 4u;
+override BK: u32 = 32u;
+override WGY: u32 = 16u;
+override BM: u32 = WGY * TM;
+override BN: u32 = 16u * TN;
+override THREADS: u32 = 16u * WGY;
+// f16 per staged row: a row of K plus 16 bytes, so that consecutive rows start in different
+// banks while every 16 × 16 block stays 16-byte aligned.
+override XS: u32 = BK + 8u;
+// 16-row bands of C per subgroup: the tile's 16 × 16 blocks over its subgroups, two per band.
+override SG_TR: u32 = BM * BN / (8u * THREADS * 2u);
+
+// At most 64 rows × (32 + 8) f16, 128 columns × (32 + 8), and C at most 64 × 128 f32: 47 KiB,
+// so a kernel may add at most 1 KiB of its own to stay within 48 KiB. Cooperative loads and stores need 16-byte aligned
+// addresses, and the driver lays workgroup variables out in an order of its own: every
+// workgroup variable of a kernel that includes this file must be a multiple of 16 bytes.
+var<workgroup> coop_xs: array<f16, 2560>;
+var<workgroup> coop_ws: array<f16, 5120>;
+var<workgroup> coop_cs: array<f32, 8192>;
+
+var<private> cacc00: coop_mat16x16<f32, C>;
+var<private> cacc01: coop_mat16x16<f32, C>;
+var<private> cacc10: coop_mat16x16<f32, C>;
+var<private> cacc11: coop_mat16x16<f32, C>;
+
+// f16 saturates at 65504; an activation past it is clamped rather than made infinite.
+fn to_f16(v: vec4<f32>) -> vec4<f16> {
+    return vec4<f16>(clamp(v, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
+}
+
+// Stores A[row][4 k4 .. 4 k4 + 3] (chunk-relative k): row-major, XS per row.
+fn stage_x(k4: u32, row: u32, v: vec4<f32>) {
+    let h = to_f16(v);
+    let i = row * XS + 4u * k4;
+    coop_xs[i] = h.x;
+    coop_xs[i + 1u] = h.y;
+    coop_xs[i + 2u] = h.z;
+    coop_xs[i + 3u] = h.w;
+}
+
+// Stores B[4 k4 .. 4 k4 + 3][col]: column-major (a column's K contiguous), XS per column.
+fn stage_w(k4: u32, col: u32, v: vec4<f32>) {
+    let h = to_f16(v);
+    let i = col * XS + 4u * k4;
+    coop_ws[i] = h.x;
+    coop_ws[i + 1u] = h.y;
+    coop_ws[i + 2u] = h.z;
+    coop_ws[i + 3u] = h.w;
+}
+
+fn clear_acc() {
+    cacc00 = coop_mat16x16<f32, C>();
+    cacc01 = coop_mat16x16<f32, C>();
+    cacc10 = coop_mat16x16<f32, C>();
+    cacc11 = coop_mat16x16<f32, C>();
+}
+
+// First tile row and column of the block of the subgroup that thread (tx, ty) is in.
+fn sg_origin(tx: u32, ty: u32) -> vec2<u32> {
+    let sg = (16u * ty + tx) / 32u;
+    let across = BN / 32u;
+    return vec2<u32>((sg / across) * 16u * SG_TR, (sg % across) * 32u);
+}
+
+fn mma_chunk(tx: u32, ty: u32) {
+    let o = sg_origin(tx, ty);
+    for (var kk = 0u; kk < BK; kk += 16u) {
+        let a0 = coopLoadT<coop_mat16x16<f16, A>>(&coop_xs[o.x * XS + kk], XS);
+        let b0 = coopLoad<coop_mat16x16<f16, B>>(&coop_ws[o.y * XS + kk], XS);
+        let b1 = coopLoad<coop_mat16x16<f16, B>>(&coop_ws[(o.y + 16u) * XS + kk], XS);
+        cacc00 = coopMultiplyAdd(a0, b0, cacc00);
+        cacc01 = coopMultiplyAdd(a0, b1, cacc01);
+        if (SG_TR == 2u) {
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&coop_xs[(o.x + 16u) * XS + kk], XS);
+            cacc10 = coopMultiplyAdd(a1, b0, cacc10);
+            cacc11 = coopMultiplyAdd(a1, b1, cacc11);
+        }
+    }
+}
+
+// Stores the accumulators to coop_cs ([BM][BN], row-major); every thread calls it after the K
+// loop, before the first acc_at.
+fn flush_acc(tx: u32, ty: u32) {
+    let o = sg_origin(tx, ty);
+    let at = o.x * BN + o.y;
+    coopStoreT(cacc00, &coop_cs[at], BN);
+    coopStoreT(cacc01, &coop_cs[at + 16u], BN);
+    if (SG_TR == 2u) {
+        coopStoreT(cacc10, &coop_cs[at + 16u * BN], BN);
+        coopStoreT(cacc11, &coop_cs[at + 16u * BN + 16u], BN);
+    }
+    workgroupBarrier();
+}
+
+// Tile-relative row of this thread's block row `q` (0 .. TM - 1), as in gemm_tile.wgsl.
+fn block_row(ty: u32, q: u32) -> u32 {
+    return (q / 4u) * 4u * WGY + 4u * ty + q % 4u;
+}
+
+// Tile-relative first column of this thread's column band `j` (0 .. TN/4 - 1).
+fn block_col(tx: u32, j: u32) -> u32 {
+    return j * 64u + 4u * tx;
+}
+
+// The four sums of block row `q`, column band `j`.
+fn acc_at(tx: u32, ty: u32, q: u32, j: u32) -> vec4<f32> {
+    let i = block_row(ty, q) * BN + block_col(tx, j);
+    return vec4<f32>(coop_cs[i], coop_cs[i + 1u], coop_cs[i + 2u], coop_cs[i + 3u]);
+}
