@@ -50,7 +50,7 @@ impl GemmTile {
     pub fn coop_for(self) -> GemmTile {
         let wide = std::env::var("LYRE_COOP_WIDE").as_deref() != Ok("0");
         match self.on_coop() {
-            Some(t) if self.rows() < 64 || !wide => t,
+            Some(t) if self.rows() < 64 => t,
             _ if wide => Self::COOP_WIDE,
             _ => GemmTile::ROWS_64.on_coop().expect("the 64-row tile has a cooperative form"),
         }

@@ -50,7 +50,7 @@ const PARTIALS_BYTES: u64 = 1023 * 8 * 1024 * 4;
 /// Rows from which matmuls take the GEMM on GPUs (below: the subgroup mat-vec).
 const DEFAULT_MIN_ROWS: u32 = 8;
 /// Rows from which the GEMM tiles run on cooperative matrices where the adapter has them.
-const DEFAULT_COOP_MIN_ROWS: u32 = 33;
+const DEFAULT_COOP_MIN_ROWS: u32 = 17;
 
 #[derive(Clone, Copy)]
 /// One level: ticks of `min_rows..=max_rows` rows take `tile`, and K is split until the grid
@@ -132,7 +132,11 @@ pub fn levels(env: &Env, n: u32, k: u32, floor: u32) -> Vec<(u32, MatmulKernel)>
             out.push((first, MatmulKernel::Gemm { tile: l.tile, split }));
         }
         if let Some(tile) = coop {
-            let split = split_for(&Level { tile, ..*l }, n, k, env.partials.size());
+            // A cooperative chunk is multiplied faster, so fewer workgroups keep the GPU busy: half
+            // the register tile's target (measured best for every shape at 32-256 rows,
+            // docs/PERFORMANCE.md v10).
+            let level = Level { tile, target_groups: l.target_groups / 2, ..*l };
+            let split = split_for(&level, n, k, env.partials.size());
             out.push((first.max(coop_from), MatmulKernel::Gemm { tile, split }));
         }
     }
