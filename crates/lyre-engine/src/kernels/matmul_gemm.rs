@@ -127,19 +127,21 @@ pub fn levels(env: &Env, n: u32, k: u32, floor: u32) -> Vec<(u32, MatmulKernel)>
     for l in levels_with(large_tile()).iter().filter(|l| l.max_rows >= from && k % l.tile.bk == 0) {
         let split = split_for(l, n, k, env.partials.size());
         let first = l.min_rows.max(from);
-        let coop =
-            Some(l.tile.coop_for()).filter(|t| k % t.bk == 0 && coop_from.is_some_and(|c| c <= l.max_rows));
-        let coop_from = coop_from.unwrap_or(u32::MAX);
-        if first < coop_from || coop.is_none() {
+        // The level's cooperative form and the first row count it takes, where it has one.
+        let coop = coop_from
+            .filter(|&c| c <= l.max_rows)
+            .map(|c| (l.tile.coop_for(), first.max(c)))
+            .filter(|(t, _)| k % t.bk == 0);
+        if coop.is_none_or(|(_, coop_first)| first < coop_first) {
             out.push((first, MatmulKernel::Gemm { tile: l.tile, split }));
         }
-        if let Some(tile) = coop {
+        if let Some((tile, coop_first)) = coop {
             // A cooperative chunk is multiplied faster, so fewer workgroups keep the GPU busy: half
             // the register tile's target (measured best for every shape at 32-256 rows,
             // docs/PERFORMANCE.md v10).
             let level = Level { tile, target_groups: l.target_groups / 2, ..*l };
             let split = split_for(&level, n, k, env.partials.size());
-            out.push((first.max(coop_from), MatmulKernel::Gemm { tile, split }));
+            out.push((coop_first, MatmulKernel::Gemm { tile, split }));
         }
     }
     out

@@ -36,6 +36,16 @@ impl Gpu {
         Gpu { ctx, counts, dummy, scratch, partials }
     }
 
+    /// Whether the adapter runs the GEMM tiles on cooperative matrices (lavapipe does not).
+    /// `LYRE_REQUIRE_COOP=1` (the H200 runs) turns their absence into a failure instead of a run
+    /// without those kernels.
+    pub fn coop_or_required(&self) -> bool {
+        let coop = self.ctx.has_coop_f16();
+        let asked = std::env::var("LYRE_REQUIRE_COOP").as_deref() == Ok("1");
+        assert!(coop || !asked, "LYRE_REQUIRE_COOP=1 but the adapter offers no usable cooperative matrices");
+        coop
+    }
+
     pub fn env(&self) -> Env<'_> {
         Env {
             ctx: &self.ctx,

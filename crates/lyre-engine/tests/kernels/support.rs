@@ -68,14 +68,11 @@ pub fn gemm_kernels() -> Vec<lyre_engine::kernels::matmul::MatmulKernel> {
 }
 
 /// The GEMM variants on cooperative matrices (f16 operands, f32 sums) where the adapter has them
-/// (none on lavapipe). `LYRE_REQUIRE_COOP=1` (the H200 runs) makes their absence a failure.
+/// (none on lavapipe; see [`Gpu::coop_or_required`]).
 pub fn coop_kernels(gpu: &Gpu) -> Vec<lyre_engine::kernels::matmul::MatmulKernel> {
     use lyre_engine::kernels::gemm_tile::GemmTile;
     use lyre_engine::kernels::matmul::MatmulKernel::Gemm;
-    let coop = gpu.ctx.has_coop_f16();
-    let asked = std::env::var("LYRE_REQUIRE_COOP").as_deref() == Ok("1");
-    assert!(coop || !asked, "LYRE_REQUIRE_COOP=1 but the adapter offers no usable cooperative matrices");
-    if !coop {
+    if !gpu.coop_or_required() {
         return Vec::new();
     }
     let on = |t: GemmTile| t.on_coop().expect("a tile with a cooperative form");

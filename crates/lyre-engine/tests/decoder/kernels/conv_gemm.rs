@@ -10,19 +10,12 @@ use lyre_engine::kernels::gemm_tile::GemmTile;
 use super::conv::{dilated_conv_case, linear_case, transposed_conv_case, Kernel};
 use super::Gpu;
 
-/// Every tile, and on an adapter with cooperative matrices every tile that has a cooperative form.
+/// Every tile, and on an adapter with cooperative matrices every tile that has a cooperative form
+/// ([`Gpu::coop_or_required`]).
 fn tiles() -> Vec<GemmTile> {
-    let coop = Gpu::new().ctx.has_coop_f16();
-    require_coop_if_asked(coop);
+    let coop = Gpu::new().coop_or_required();
     let on_coop = GemmTile::ALL.iter().filter_map(|t| t.on_coop()).chain([GemmTile::COOP_WIDE]);
     GemmTile::ALL.into_iter().chain(on_coop.filter(|_| coop)).collect()
-}
-
-/// `LYRE_REQUIRE_COOP=1` (the H200 runs) turns an adapter without cooperative matrices into a
-/// failure instead of a run without those kernels (lavapipe has none).
-fn require_coop_if_asked(coop: bool) {
-    let asked = std::env::var("LYRE_REQUIRE_COOP").as_deref() == Ok("1");
-    assert!(coop || !asked, "LYRE_REQUIRE_COOP=1 but the adapter offers no usable cooperative matrices");
 }
 
 #[test]
