@@ -30,6 +30,10 @@
 #                     with the register GEMMs forced at every row count, and with the GEMMs on
 #                     cooperative matrices at every row count (LYRE_PARITY_F16=1 tolerances;
 #                     carry .gl and .fx only)
+#   h200.sh v11       the kernel tests with cooperative matrices required, the grid-barrier probe
+#                     (benches/grid_barrier.rs), 0.6B at batch 1/4/32 as built and with v10's conv
+#                     K split (LYRE_CONV_MAX_SPLIT=8), and at batch 1 with every codec conv a GEMM
+#   h200.sh ab        .dev/lyre against .dev/lyre-b (another build, put there by hand), interleaved
 # Everything lands in $OUT/results.tgz, saved after each step.
 set -uo pipefail
 MODE=${1:-final}
@@ -53,7 +57,7 @@ model() { # model NAME DIR
 bench() { # bench TAG DIR ARGS... (env set by the caller)
   local tag=$1 dir=$2; shift 2
   log "bench $tag"
-  timeout 300 .dev/lyre bench --model-dir "$dir" --json "$OUT/bench-$tag.json" "$@" > "$OUT/bench-$tag.txt" 2>&1
+  timeout 300 "${LYRE:-.dev/lyre}" bench --model-dir "$dir" --json "$OUT/bench-$tag.json" "$@" > "$OUT/bench-$tag.txt" 2>&1
   local rc=$?
   [ $rc -ne 0 ] && { log "bench $tag rc=$rc"; tail -5 "$OUT/bench-$tag.txt"; }
   grep -A 12 "^ batch" "$OUT/bench-$tag.txt" | grep -v "^ *[0-9.]* ms" | sed "s/^/$tag  /"
@@ -105,6 +109,30 @@ final)
   ;;
 official)
   official
+  ;;
+v11)
+  LYRE_REQUIRE_COOP=1 kernel_tests
+  save
+  log "grid barrier"
+  timeout 120 .dev/bench-grid-barrier > "$OUT/grid-barrier.md" 2>&1; cat "$OUT/grid-barrier.md"
+  save
+  model 0.6B-CustomVoice /tmp/m06
+  bench v11 /tmp/m06 --batch 1,4,32 --frames 20
+  LYRE_CONV_MAX_SPLIT=8 bench ks8 /tmp/m06 --batch 1,4,32 --frames 20
+  save
+  # Every codec conv a GEMM at batch 1 (is the v8 crossover still right with cooperative tiles?).
+  LYRE_CONV_GEMM_MIN_ROWS=1 LYRE_CONV_GEMM_MIN_TILES=0 bench convgemm-b1 /tmp/m06 --batch 1 --frames 20
+  LYRE_CONV_GEMM_MIN_ROWS=1 LYRE_CONV_GEMM_MIN_TILES=0 bench profile-convgemm-b1 /tmp/m06 --batch 1 --frames 3 \
+    --profile-dispatches
+  ;;
+ab)
+  # Two builds interleaved: .dev/lyre against .dev/lyre-b (another build of the engine, put there by
+  # hand), twice each, at BATCHES.
+  model 0.6B-CustomVoice /tmp/m06
+  for r in 1 2; do
+    bench a$r /tmp/m06 --batch ${BATCHES:-1,64,128,256} --frames 20
+    LYRE=.dev/lyre-b bench b$r /tmp/m06 --batch ${BATCHES:-1,64,128,256} --frames 20
+  done
   ;;
 check)
   kernel_tests

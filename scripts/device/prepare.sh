@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fills the ignored folders that the lent H200 needs (see docs/PERFORMANCE.md, "Device runs"):
 #   .gl/   the Vulkan loader and glvnd libraries (that machine has the NVIDIA driver, no loader)
-#   .dev/  the release `lyre`, the kernel-test binaries, the mat-vec microbenchmark, make_random_real.py with the 0.6B and 1.7B
-#          CustomVoice manifests and the tokenizer files, and the official baseline script
+#   .dev/  the release `lyre`, the kernel-test binaries, the mat-vec and grid-barrier
+#          microbenchmarks, make_random_real.py with the 0.6B and 1.7B CustomVoice manifests and
+#          the tokenizer files, and the official baseline script
 #   .whl/  the wheels the official baseline needs beside the machine's torch
 #   .fx/   the fixture-parity test binary and the tiny CustomVoice fixture without its decoder
 #          stage references (44 MB: carry it alone with .gl, for `h200.sh parity`)
@@ -31,14 +32,14 @@ cp target/release/lyre .dev/
 while read -r name path; do
   case "$name" in parity) cp "$path" .fx/test-parity ;; *) cp "$path" ".dev/test-$name" ;; esac
 done <<< "$bins"
-bench=$(cargo bench --locked -p lyre-engine --bench matvec --no-run --message-format=json 2>/dev/null \
+benches=$(cargo bench --locked -p lyre-engine --bench matvec --bench grid_barrier --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["bench"]:
-        print(m["executable"])')
-cp "$bench" .dev/bench-matvec
-strip .dev/lyre .dev/bench-matvec .dev/test-* .fx/test-parity 2>/dev/null || true
+        print(m["target"]["name"].replace("_", "-"), m["executable"])')
+while read -r name path; do cp "$path" ".dev/bench-$name"; done <<< "$benches"
+strip .dev/lyre .dev/bench-* .dev/test-* .fx/test-parity 2>/dev/null || true
 fx="$SHARED/fixtures/tiny-custom-voice"
 (cd "$fx" && cp -r config.json generation_config.json merges.txt model.safetensors speech_tokenizer \
   tokenizer_config.json vocab.json "$OLDPWD/.fx/fixtures/tiny-custom-voice/")

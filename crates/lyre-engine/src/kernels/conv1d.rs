@@ -12,7 +12,7 @@ use super::gemm_tile::GemmTile;
 use super::seq_view::{check_groups, sequence_dispatch, GpuView, SeqView};
 use super::Env;
 use crate::error::{EngineError, Result};
-use crate::gpu::{Dispatch, Extent, GpuContext, Grid, KernelSource, RowCount};
+use crate::gpu::{Alternative, Dispatch, Extent, GpuContext, Grid, KernelSource, RowCount};
 
 pub const SOURCE: KernelSource = KernelSource {
     name: "conv1d",
@@ -27,8 +27,12 @@ pub const SOURCE: KernelSource = KernelSource {
 const ROWS_PER_THREAD: u32 = 4;
 /// Lanes per K slice (`WG` in the WGSL).
 const WORKGROUP: u32 = 64;
-/// Most K slices per workgroup (the WGSL's partial-sum buffer holds 8 × 64).
-const MAX_K_SPLIT: u32 = 8;
+/// Most K slices per workgroup in a tick of one session (64 × 16 threads, where the adapter
+/// allows workgroups that large), and in ticks of several sessions, whose grids are larger: on
+/// an H200 16 slices took 0.35 ms off batch 1's codec and added 0.2 ms at batch 32 and 2.8 ms at
+/// batch 256 (docs/PERFORMANCE.md, v11).
+const MAX_K_SPLIT: u32 = 16;
+const SHARED_MAX_K_SPLIT: u32 = 8;
 /// Threads a single session's layer should spread over before its reduction is split further.
 const TARGET_THREADS: u32 = 128 * 1024;
 /// Fewest input-channel groups per K slice and tap.
@@ -213,18 +217,24 @@ pub struct Conv1d<'a> {
 
 /// K slices per workgroup: split the reduction while one session's grid (grid y and z taken
 /// for a single session) stays under [`TARGET_THREADS`] and each slice keeps at least
-/// [`MIN_SLICE`] channel groups per tap.
-fn k_split(grid: &Grid, cin4: u32) -> u32 {
+/// [`MIN_SLICE`] channel groups per tap, up to `max` slices.
+fn k_split(grid: &Grid, cin4: u32, max: u32) -> u32 {
     let fixed = |e: Extent| match e {
         Extent::Fixed(n) => n,
         Extent::Rows { .. } | Extent::RowsTimes { .. } => 1,
     };
     let threads = fixed(grid.x) * fixed(grid.z) * WORKGROUP;
     let mut ks = 1;
-    while ks < MAX_K_SPLIT && threads * ks * 2 <= TARGET_THREADS && cin4 >= MIN_SLICE * ks * 2 {
+    while ks * 2 <= max && threads * ks * 2 <= TARGET_THREADS && cin4 >= MIN_SLICE * ks * 2 {
         ks *= 2;
     }
     ks
+}
+
+/// [`MAX_K_SPLIT`], or `LYRE_CONV_MAX_SPLIT` (v10 had 8), within the adapter's workgroup size.
+fn single_session_max_k_split(env: &Env) -> u32 {
+    let var = std::env::var("LYRE_CONV_MAX_SPLIT").ok().and_then(|v| v.parse().ok());
+    var.unwrap_or(MAX_K_SPLIT).min(env.ctx.limits.max_compute_invocations_per_workgroup / WORKGROUP).max(1)
 }
 
 impl Conv1d<'_> {
@@ -232,8 +242,15 @@ impl Conv1d<'_> {
     /// rows where [`conv1d_gemm::policy`] allows it.
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
         let (params, buffers) = self.prepare(env)?;
-        let mut d = self.build_default(env, params, &buffers)?;
-        if let Some(alt) = conv1d_gemm::alternative(self, env, params, &buffers)? {
+        let single = self.default_k_split(single_session_max_k_split(env))?;
+        let shared = self.default_k_split(single_session_max_k_split(env).min(SHARED_MAX_K_SPLIT))?;
+        let gemm = conv1d_gemm::alternative(self, env, params, &buffers)?;
+        let mut d = self.build_default(env, params, &buffers, single)?;
+        if shared != single && gemm.as_ref().is_none_or(|g| g.min_rows > 2) {
+            let dispatches = vec![self.build_default(env, params, &buffers, shared)?];
+            d.add_alternative(Alternative { rows: RowCount::Sessions, min_rows: 2, dispatches });
+        }
+        if let Some(alt) = gemm {
             d.add_alternative(alt);
         }
         Ok(d)
@@ -298,13 +315,29 @@ impl Conv1d<'_> {
         Ok((params, buffers))
     }
 
-    /// Today's kernel: R rows of one column per thread, K split where the grid is small.
-    fn build_default(&self, env: &Env, mut params: Params, buffers: &[&wgpu::Buffer]) -> Result<Dispatch> {
-        let s = self.conv.shape;
-        let out_threads = s.cols().next_power_of_two().min(WORKGROUP);
+    /// Today's kernel's K slices per workgroup, at most `max`.
+    fn default_k_split(&self, max: u32) -> Result<u32> {
+        let (_, _, grid) = self.default_tiling()?;
+        Ok(k_split(&grid, self.conv.shape.cin4(), max))
+    }
+
+    /// Today's kernel's columns per workgroup, rows per session (or group) and grid.
+    fn default_tiling(&self) -> Result<(u32, u32, Grid)> {
+        let out_threads = self.conv.shape.cols().next_power_of_two().min(WORKGROUP);
         let rows_per_group = WORKGROUP / out_threads * ROWS_PER_THREAD;
         let (y_rows, grid) = self.grid(out_threads, rows_per_group)?;
-        let k_split = k_split(&grid, s.cin4());
+        Ok((out_threads, y_rows, grid))
+    }
+
+    /// Today's kernel: R rows of one column per thread, K in `k_split` slices.
+    fn build_default(
+        &self,
+        env: &Env,
+        mut params: Params,
+        buffers: &[&wgpu::Buffer],
+        k_split: u32,
+    ) -> Result<Dispatch> {
+        let (out_threads, y_rows, grid) = self.default_tiling()?;
         params.y_rows = y_rows;
         params.out_threads = out_threads;
         let constants = [("KS", k_split as f64)];

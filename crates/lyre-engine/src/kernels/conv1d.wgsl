@@ -15,9 +15,9 @@ override KS: u32 = 1u;
 const WG: u32 = 64u;
 const R: u32 = 4u;
 
-var<workgroup> partial: array<vec4<f32>, 512>; // WG * KS, KS <= 8
+var<workgroup> partial: array<vec4<f32>, WG * KS>;
 
-@compute @workgroup_size(64 * KS)
+@compute @workgroup_size(WG * KS)
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let lane = li % WG;
     let slice = li / WG;

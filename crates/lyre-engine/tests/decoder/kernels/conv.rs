@@ -250,6 +250,10 @@ fn linear_with_gelu_scale_and_residual_over_sessions_and_rows() {
     // 75 groups of 4 inputs: eight K slices of 10 (the last of 5).
     linear_case(Kernel::Site, 300, 70, 3, 2, Activation::Gelu, false, 18);
     linear_case(Kernel::Site, 300, 70, 1, 9, Activation::None, true, 19);
+    // One row, 275 groups of 4 inputs: sixteen K slices (a workgroup of 1024 threads) for one
+    // session, eight for three (the site's alternative for ticks of several sessions).
+    linear_case(Kernel::Site, 1100, 70, 1, 1, Activation::Gelu, false, 22);
+    linear_case(Kernel::Site, 1100, 70, 3, 1, Activation::None, true, 23);
     // 256 outputs: four full column groups, with and without K slices.
     linear_case(Kernel::Site, 300, 256, 2, 5, Activation::Gelu, false, 20);
     linear_case(Kernel::Site, 8, 256, 3, 1, Activation::None, true, 21);
