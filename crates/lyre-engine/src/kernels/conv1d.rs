@@ -238,12 +238,14 @@ fn single_session_max_k_split(env: &Env) -> u32 {
 }
 
 impl Conv1d<'_> {
-    /// The dispatch of this site, with the GEMM kernel as its alternative for ticks with many
-    /// rows where [`conv1d_gemm::policy`] allows it.
+    /// The dispatch of this site, with today's kernel at a narrower K split as its alternative
+    /// for ticks of several sessions, and the GEMM kernel for ticks with many rows where
+    /// [`conv1d_gemm::policy`] allows it (unless the GEMM already takes over from two sessions).
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
         let (params, buffers) = self.prepare(env)?;
-        let single = self.default_k_split(single_session_max_k_split(env))?;
-        let shared = self.default_k_split(single_session_max_k_split(env).min(SHARED_MAX_K_SPLIT))?;
+        let max = single_session_max_k_split(env);
+        let single = self.default_k_split(max)?;
+        let shared = self.default_k_split(max.min(SHARED_MAX_K_SPLIT))?;
         let gemm = conv1d_gemm::alternative(self, env, params, &buffers)?;
         let mut d = self.build_default(env, params, &buffers, single)?;
         if shared != single && gemm.as_ref().is_none_or(|g| g.min_rows > 2) {
@@ -364,5 +366,26 @@ impl Conv1d<'_> {
         }
         let z = check_groups(self.label, t.div_ceil(rows_per_group))?;
         Ok((t, Grid { x, y: Extent::rows(RowCount::Sessions), z: Extent::Fixed(z) }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid(x: u32, z: u32) -> Grid {
+        Grid { x: Extent::Fixed(x), y: Extent::rows(RowCount::Sessions), z: Extent::Fixed(z) }
+    }
+
+    #[test]
+    fn k_split_doubles_until_the_cap_the_grid_or_the_channels_stop_it() {
+        // 0.6B's decoder.0 at one frame: 24 column groups, 256 channel groups per tap.
+        assert_eq!(k_split(&grid(24, 1), 256, MAX_K_SPLIT), 16);
+        assert_eq!(k_split(&grid(24, 1), 256, SHARED_MAX_K_SPLIT), 8);
+        // Block 3's k7 conv at one frame: 2 × 480 groups already fill the target at 2 slices.
+        assert_eq!(k_split(&grid(2, 480), 24, MAX_K_SPLIT), 2);
+        // Each slice keeps at least MIN_SLICE channel groups per tap.
+        assert_eq!(k_split(&grid(1, 1), 20, MAX_K_SPLIT), 2);
+        assert_eq!(k_split(&grid(1, 1), 7, MAX_K_SPLIT), 1);
     }
 }
