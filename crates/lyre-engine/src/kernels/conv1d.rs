@@ -29,8 +29,8 @@ const ROWS_PER_THREAD: u32 = 4;
 const WORKGROUP: u32 = 64;
 /// Most K slices per workgroup in a tick of one session (64 × 16 threads, where the adapter
 /// allows workgroups that large), and in ticks of several sessions, whose grids are larger: on
-/// an H200 16 slices took 0.35 ms off batch 1's codec and added 0.2 ms at batch 32 and 2.8 ms at
-/// batch 256 (docs/PERFORMANCE.md, v11).
+/// an H200 16 slices took 0.35 ms off batch 1's codec and added ~0.3 ms at batch 32 and ~2.8 ms
+/// at batch 256 (docs/PERFORMANCE.md, v11).
 const MAX_K_SPLIT: u32 = 16;
 const SHARED_MAX_K_SPLIT: u32 = 8;
 /// Threads a single session's layer should spread over before its reduction is split further.
