@@ -33,6 +33,7 @@
 #   h200.sh v11       the kernel tests with cooperative matrices required, the grid-barrier probe
 #                     (benches/grid_barrier.rs), 0.6B at batch 1/4/32 as built and with v10's conv
 #                     K split (LYRE_CONV_MAX_SPLIT=8), and at batch 1 with every codec conv a GEMM
+#   h200.sh barrier   the grid-barrier probe alone
 #   h200.sh ab        .dev/lyre against .dev/lyre-b (another build, put there by hand), interleaved
 # Everything lands in $OUT/results.tgz, saved after each step.
 set -uo pipefail
@@ -124,6 +125,10 @@ v11)
   LYRE_CONV_GEMM_MIN_ROWS=1 LYRE_CONV_GEMM_MIN_TILES=0 bench convgemm-b1 /tmp/m06 --batch 1 --frames 20
   LYRE_CONV_GEMM_MIN_ROWS=1 LYRE_CONV_GEMM_MIN_TILES=0 bench profile-convgemm-b1 /tmp/m06 --batch 1 --frames 3 \
     --profile-dispatches
+  ;;
+barrier)
+  log "grid barrier"
+  timeout 200 .dev/bench-grid-barrier > "$OUT/grid-barrier.md" 2>&1; cat "$OUT/grid-barrier.md"
   ;;
 ab)
   # Two builds interleaved: .dev/lyre against .dev/lyre-b (another build of the engine, put there by

@@ -1,7 +1,9 @@
-// The probe of benches/grid_barrier.rs: PHASES phases in which every workgroup streams its slice
-// of `data` (VEC4S vec4<u32> per workgroup; the slice moves every phase so that L2 does not hold
-// it) and publishes one value per phase, then checks that it sees every workgroup's value of the
-// previous phase. Between phases, either a new dispatch (PERSISTENT = 0: one phase per dispatch,
+// The probe of benches/grid_barrier.rs (prepended with grid_barrier_plain.wgsl or
+// grid_barrier_atomic.wgsl: how the exchange buffer is read and written): PHASES phases in which
+// every workgroup streams its slice of `data` (VEC4S vec4<u32> per workgroup; the slice moves
+// every phase so that L2 does not hold it) and publishes VALUES values per phase (together an
+// activation vector), then reads every workgroup's values of the previous phase and checks them.
+// Between phases, either a new dispatch (PERSISTENT = 0: one phase per dispatch,
 // the phase taken from a ticket counter) or a grid-wide barrier on an atomic counter (PERSISTENT =
 // 1: every phase in one dispatch; needs every workgroup resident at once). Stale reads count in
 // `stats[0]`, barrier waits that gave up in `stats[1]` (a bounded spin, so a grid that is not
@@ -12,12 +14,12 @@ override PHASES: u32 = 1u;
 override GROUPS: u32 = 1u;
 override VEC4S: u32 = 0u;
 override REGIONS: u32 = 1u;
+override VALUES: u32 = 1u;
 
 const THREADS: u32 = 256u;
 const SPIN_LIMIT: u32 = 1048576u;
 
 @group(0) @binding(0) var<storage, read> data: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read_write> published: array<u32>;
 @group(0) @binding(2) var<storage, read_write> counters: array<atomic<u32>, 4>; // ticket, arrivals
 @group(0) @binding(3) var<storage, read_write> stats: array<atomic<u32>, 2>;
 @group(0) @binding(4) var<storage, read_write> sink: array<u32>;
@@ -35,14 +37,15 @@ fn stream_slice(phase: u32, g: u32, li: u32) -> u32 {
     return acc;
 }
 
-// Every workgroup's value of phase `phase - 1` must be `phase`.
+// Every value of phase `phase - 1` must be `phase`.
 fn check_previous(phase: u32, li: u32) {
     if (phase == 0u) {
         return;
     }
     var stale = 0u;
-    for (var j = li; j < GROUPS; j += THREADS) {
-        stale += u32(published[(phase - 1u) * GROUPS + j] != phase);
+    let n = GROUPS * VALUES;
+    for (var j = li; j < n; j += THREADS) {
+        stale += u32(load_published((phase - 1u) * n + j) != phase);
     }
     if (stale != 0u) {
         atomicAdd(&stats[0], stale);
@@ -61,7 +64,9 @@ fn publish(phase: u32, g: u32, li: u32, acc: u32) {
         if (x == 0xdeadbeefu) {
             sink[g] = x;
         }
-        published[phase * GROUPS + g] = phase + 1u;
+    }
+    for (var j = li; j < VALUES; j += THREADS) {
+        store_published((phase * GROUPS + g) * VALUES + j, phase + 1u);
     }
 }
 
