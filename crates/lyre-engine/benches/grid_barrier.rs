@@ -11,9 +11,10 @@
 //! * `LYRE_BARRIER_ACTIVATION`: u32 values exchanged per phase by all workgroups (default 1024,
 //!   a 0.6B hidden vector).
 
-use std::time::Instant;
+mod support;
 
 use lyre_engine::gpu::{GpuContext, GpuOptions, KernelSource};
+use support::{best_of_five, env_list};
 
 const PLAIN: KernelSource = KernelSource {
     name: "grid_barrier_plain",
@@ -25,14 +26,6 @@ const ATOMIC: KernelSource = KernelSource {
 };
 /// Distinct slices of `data` the phases cycle through (so that L2 does not hold a phase's data).
 const REGIONS: u64 = 24;
-
-fn env_list(name: &str, default: &str) -> Vec<u64> {
-    std::env::var(name)
-        .unwrap_or_else(|_| default.to_string())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect()
-}
 
 struct Case {
     groups: u32,
@@ -90,13 +83,7 @@ fn run_case(ctx: &GpuContext, data: &wgpu::Buffer, case: &Case) -> Outcome {
         ctx.queue.submit(Some(encoder.finish()));
         ctx.wait().expect("GPU wait");
     };
-    run();
-    let mut best = f64::INFINITY;
-    for _ in 0..5 {
-        let t0 = Instant::now();
-        run();
-        best = best.min(t0.elapsed().as_secs_f64());
-    }
+    let best = best_of_five(run);
     let stats: Vec<u32> = lyre_engine::gpu::read_buffer(ctx, &stats).expect("read stats");
     Outcome { us_per_phase: best * 1e6 / case.phases as f64, stale: stats[0], gave_up: stats[1] }
 }
@@ -105,13 +92,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = GpuContext::new(&GpuOptions::from_env())?;
     let summary = ctx.summary();
     println!("adapter: {} ({})\n", summary.name, summary.backend);
-    let mut groups = env_list("LYRE_BARRIER_GROUPS", "132,264");
+    let mut groups = env_list::<u64>("LYRE_BARRIER_GROUPS", "132,264");
     if ctx.is_cpu() {
         groups = vec![1];
     }
-    let mbs = env_list("LYRE_BARRIER_MB", "0,4");
-    let phases = env_list("LYRE_BARRIER_PHASES", "400")[0] as u32;
-    let activation = env_list("LYRE_BARRIER_ACTIVATION", "1024")[0];
+    let mbs = env_list::<u64>("LYRE_BARRIER_MB", "0,4");
+    let phases = env_list::<u64>("LYRE_BARRIER_PHASES", "400")[0] as u32;
+    let activation = env_list::<u64>("LYRE_BARRIER_ACTIVATION", "1024")[0];
     let max_mb = *mbs.iter().max().unwrap_or(&0);
     let data_bytes = (REGIONS * (max_mb << 20)).max(16);
     let data = ctx.storage_zeroed("grid_barrier.data", data_bytes)?;

@@ -15,12 +15,13 @@
 //! * `LYRE_BENCH_SHAPES`: comma-separated label filters (e.g. `0.6B,cp`);
 //! * `LYRE_ADAPTER`: adapter name filter.
 
-use std::time::Instant;
+mod support;
 
 use lyre_engine::gpu::{record_all, Dispatch, GpuContext, GpuOptions, RowCount, RowCounts};
 use lyre_engine::kernels::gemm_tile::GemmTile;
 use lyre_engine::kernels::matmul::{matvec_split, Activation, Input, Matmul, MatmulKernel, Output};
 use lyre_engine::kernels::{Env, Rows};
+use support::{best_of_five, env_list};
 
 /// (label, n, k, input): the matmuls of one layer and the heads.
 const SHAPES: [(&str, u32, u32, InputKind); 12] = [
@@ -43,14 +44,6 @@ enum InputKind {
     Plain,
     Rms,
     SwiGlu,
-}
-
-fn env_list(name: &str, default: &str) -> Vec<u32> {
-    std::env::var(name)
-        .unwrap_or_else(|_| default.to_string())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect()
 }
 
 /// Bits of small bf16 values (|v| < 0.06), deterministic.
@@ -177,14 +170,7 @@ fn time_chain(ctx: &GpuContext, counts: &RowCounts, d: &[Dispatch], chain: usize
         ctx.queue.submit(Some(encoder.finish()));
         ctx.wait().expect("GPU wait");
     };
-    run();
-    let mut best = f64::INFINITY;
-    for _ in 0..5 {
-        let t0 = Instant::now();
-        run();
-        best = best.min(t0.elapsed().as_secs_f64());
-    }
-    best / chain as f64
+    best_of_five(run) / chain as f64
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -200,8 +186,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let Some(size) = ctx.fixed_subgroup_size() else {
         return Err("the mat-vec kernels need subgroups of a fixed size".into());
     };
-    let rows_list = env_list("LYRE_BENCH_ROWS", "1,2,8,32");
-    let chain = env_list("LYRE_BENCH_CHAIN", "400").first().copied().unwrap_or(400) as usize;
+    let rows_list = env_list::<u32>("LYRE_BENCH_ROWS", "1,2,8,32");
+    let chain = env_list::<usize>("LYRE_BENCH_CHAIN", "400").first().copied().unwrap_or(400);
     let b = Buffers {
         counts: ctx.storage_zeroed("counts", 16)?,
         dummy: ctx.storage_zeroed("dummy", 16)?,
