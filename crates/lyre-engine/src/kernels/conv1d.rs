@@ -215,6 +215,14 @@ pub struct Conv1d<'a> {
     pub residual: Residual<'a>,
 }
 
+/// How today's kernel covers a site: columns per workgroup, rows per session (or per group of
+/// whole sessions), and the grid.
+struct DefaultTiling {
+    out_threads: u32,
+    y_rows: u32,
+    grid: Grid,
+}
+
 /// K slices per workgroup: split the reduction while one session's grid (grid y and z taken
 /// for a single session) stays under [`TARGET_THREADS`] and each slice keeps at least
 /// [`MIN_SLICE`] channel groups per tap, up to `max` slices.
@@ -243,13 +251,14 @@ impl Conv1d<'_> {
     /// [`conv1d_gemm::policy`] allows it (unless the GEMM already takes over from two sessions).
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
         let (params, buffers) = self.prepare(env)?;
+        let tiling = self.default_tiling()?;
         let max = single_session_max_k_split(env);
-        let single = self.default_k_split(max)?;
-        let shared = self.default_k_split(max.min(SHARED_MAX_K_SPLIT))?;
+        let single = k_split(&tiling.grid, self.conv.shape.cin4(), max);
+        let shared = k_split(&tiling.grid, self.conv.shape.cin4(), max.min(SHARED_MAX_K_SPLIT));
         let gemm = conv1d_gemm::alternative(self, env, params, &buffers)?;
-        let mut d = self.build_default(env, params, &buffers, single)?;
+        let mut d = self.build_default(env, params, &buffers, &tiling, single);
         if shared != single && gemm.as_ref().is_none_or(|g| g.min_rows > 2) {
-            let dispatches = vec![self.build_default(env, params, &buffers, shared)?];
+            let dispatches = vec![self.build_default(env, params, &buffers, &tiling, shared)];
             d.add_alternative(Alternative { rows: RowCount::Sessions, min_rows: 2, dispatches });
         }
         if let Some(alt) = gemm {
@@ -317,18 +326,12 @@ impl Conv1d<'_> {
         Ok((params, buffers))
     }
 
-    /// Today's kernel's K slices per workgroup, at most `max`.
-    fn default_k_split(&self, max: u32) -> Result<u32> {
-        let (_, _, grid) = self.default_tiling()?;
-        Ok(k_split(&grid, self.conv.shape.cin4(), max))
-    }
-
     /// Today's kernel's columns per workgroup, rows per session (or group) and grid.
-    fn default_tiling(&self) -> Result<(u32, u32, Grid)> {
+    fn default_tiling(&self) -> Result<DefaultTiling> {
         let out_threads = self.conv.shape.cols().next_power_of_two().min(WORKGROUP);
         let rows_per_group = WORKGROUP / out_threads * ROWS_PER_THREAD;
         let (y_rows, grid) = self.grid(out_threads, rows_per_group)?;
-        Ok((out_threads, y_rows, grid))
+        Ok(DefaultTiling { out_threads, y_rows, grid })
     }
 
     /// Today's kernel: R rows of one column per thread, K in `k_split` slices.
@@ -337,21 +340,21 @@ impl Conv1d<'_> {
         env: &Env,
         mut params: Params,
         buffers: &[&wgpu::Buffer],
+        tiling: &DefaultTiling,
         k_split: u32,
-    ) -> Result<Dispatch> {
-        let (out_threads, y_rows, grid) = self.default_tiling()?;
-        params.y_rows = y_rows;
-        params.out_threads = out_threads;
+    ) -> Dispatch {
+        params.y_rows = tiling.y_rows;
+        params.out_threads = tiling.out_threads;
         let constants = [("KS", k_split as f64)];
-        Ok(sequence_dispatch(
+        sequence_dispatch(
             env,
             env.ctx.pipeline(SOURCE, &constants),
             self.label,
             &params,
             self.sessions,
             buffers,
-            grid,
-        ))
+            tiling.grid,
+        )
     }
 
     /// Row tiling: a workgroup covers `rows_per_group` input rows, either of one session
