@@ -34,6 +34,10 @@
 #                     (benches/grid_barrier.rs), 0.6B at batch 1/4/32 as built and with v10's conv
 #                     K split (LYRE_CONV_MAX_SPLIT=8), and at batch 1 with every codec conv a GEMM
 #   h200.sh barrier   the grid-barrier probe alone
+#   h200.sh v12       the kernel tests with cooperative matrices required (the persistent layer's
+#                     three times), 0.6B at batch 1/4/32 with persistent layers (as built) and
+#                     without (LYRE_PERSISTENT=0) interleaved; at batch 1 with 64 and 256
+#                     workgroups, a batch-1 profile, and 1.7B at batch 1/8 with and without
 #   h200.sh ab        .dev/lyre against .dev/lyre-b (another build, put there by hand), interleaved
 # Everything lands in $OUT/results.tgz, saved after each step.
 set -uo pipefail
@@ -72,7 +76,7 @@ save() {
 # kernel_tests: the kernel tests (CPU references) on the GPU.
 kernel_tests() {
   for t in .dev/test-kernels .dev/test-decoder; do
-    $t --test-threads 1 kernels linear fused conv attention > "$OUT/$(basename $t).log" 2>&1
+    $t --test-threads 1 kernels linear fused conv attention decode_layer > "$OUT/$(basename $t).log" 2>&1
     echo "$(basename $t): $(grep -E '^test result' "$OUT/$(basename $t).log")"
     grep -E "FAILED|panicked" "$OUT/$(basename $t).log" | head -5
   done
@@ -125,6 +129,27 @@ v11)
   LYRE_CONV_GEMM_MIN_ROWS=1 LYRE_CONV_GEMM_MIN_TILES=0 bench convgemm-b1 /tmp/m06 --batch 1 --frames 20
   LYRE_CONV_GEMM_MIN_ROWS=1 LYRE_CONV_GEMM_MIN_TILES=0 bench profile-convgemm-b1 /tmp/m06 --batch 1 --frames 3 \
     --profile-dispatches
+  ;;
+v12)
+  LYRE_REQUIRE_COOP=1 kernel_tests
+  for r in 1 2 3; do
+    echo "decode_layer run $r: $(.dev/test-kernels decode_layer 2>&1 | tee -a "$OUT/decode-layer.log" | grep '^test result')"
+  done
+  save
+  model 0.6B-CustomVoice /tmp/m06
+  for r in 1 2; do
+    bench v12-$r /tmp/m06 --batch 1,4,32 --frames 20
+    LYRE_PERSISTENT=0 bench off-$r /tmp/m06 --batch 1,4,32 --frames 20
+    save
+  done
+  LYRE_PERSISTENT=64 bench g64 /tmp/m06 --batch 1 --frames 20
+  LYRE_PERSISTENT=256 bench g256 /tmp/m06 --batch 1 --frames 20
+  save
+  bench profile /tmp/m06 --batch 1 --frames 3 --profile-dispatches
+  save
+  model 1.7B-CustomVoice /tmp/m17
+  bench v12-17 /tmp/m17 --batch 1,8 --frames 10
+  LYRE_PERSISTENT=0 bench off-17 /tmp/m17 --batch 1,8 --frames 10
   ;;
 barrier)
   log "grid barrier"
@@ -220,12 +245,12 @@ parity)
   export LYRE_SHARED=$PWD/.fx
   t="e2e::custom_voice_greedy_cases_match_reference batch::batched_sessions_equal_solo_runs
      batch::reused_slots_give_identical_audio pipeline:: talker::talker_layer_zero_input_is_the_prefill"
+  # One test thread: with two the process crashes (SIGSEGV in the e2e thread, its instruction
+  # pointer inside the mapped model.safetensors) — since v10 with the GEMMs forced, since v12 as
+  # shipped too, with or without persistent layers (LYRE_PERSISTENT=0). See docs/PERFORMANCE.md v12.
   # shellcheck disable=SC2086
-  .fx/test-parity --test-threads 2 $t 2>&1 | tee "$OUT/parity.log" | grep -E "^test result|FAILED"
+  .fx/test-parity --test-threads 1 $t 2>&1 | tee "$OUT/parity.log" | grep -E "^test result|FAILED"
   # shellcheck disable=SC2086
-  # One test thread: with the GEMMs forced, two threads crash the process (SIGSEGV in the e2e
-  # thread, with or without cooperative matrices; not with LYRE_SHADER_CHECKS=1). See
-  # docs/PERFORMANCE.md v10.
   LYRE_COOP=0 LYRE_GEMM_MIN_ROWS=1 LYRE_CONV_GEMM_MIN_ROWS=1 .fx/test-parity --test-threads 1 $t 2>&1 \
     | tee "$OUT/parity-forced.log" | grep -E "^test result|FAILED"
   # The GEMMs on cooperative matrices at every row count, held to f16-operand tolerances.

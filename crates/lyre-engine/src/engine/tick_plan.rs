@@ -10,6 +10,7 @@ use crate::gpu::{Dispatch, GpuContext, Readback, RowCount};
 use crate::kernels::codec_gather::{Accumulate, CodecGather};
 use crate::kernels::combine_input::CombineInput;
 use crate::kernels::copy_rows::{CopyRows, Source};
+use crate::kernels::decode_layer::{persistent_groups, GridSync};
 use crate::kernels::embed_text::EmbedText;
 use crate::kernels::matmul::{Activation, Input, Matmul, Output};
 use crate::kernels::matmul_gemm;
@@ -147,6 +148,8 @@ impl TickPlan {
         let c_rope =
             RopeTables::new(ctx, "cp.rope", CP_POSITIONS, cps.heads.head_dim as usize, cps.rope_theta)?;
         let cp_rows = cp_row_descs(ctx, ms, groups)?;
+        let grid_counter = z("grid_sync", 16)?;
+        let grid = Some(GridSync { groups: persistent_groups(ctx), counter: &grid_counter });
 
         let env = Env { ctx, counts: &counts, dummy: &dummy, scratch: &scratch, partials: &partials };
         let mut d: Vec<Dispatch> = Vec::new();
@@ -199,6 +202,7 @@ impl TickPlan {
                 rope: &t_rope,
                 row_desc: &row_desc,
                 rows: tr,
+                grid,
             }
             .build(&env)?,
         );
@@ -275,6 +279,7 @@ impl TickPlan {
                 cp_logits: &cp_logits,
                 max_sessions: ms,
                 history: &history,
+                grid,
             },
         )?);
 
@@ -288,7 +293,7 @@ impl TickPlan {
             Readback::new(ctx, "tick.readback.0", readback_bytes),
             Readback::new(ctx, "tick.readback.1", readback_bytes),
         ];
-        let mut keep = vec![text_emb, text_h, tp, last];
+        let mut keep = vec![text_emb, text_h, tp, last, grid_counter];
         keep.extend(cp_in);
         keep.extend(cp_rows);
         Ok(TickPlan {
@@ -401,6 +406,7 @@ struct CpBuffers<'a> {
     cp_logits: &'a wgpu::Buffer,
     max_sessions: usize,
     history: &'a wgpu::Buffer,
+    grid: Option<GridSync<'a>>,
 }
 
 /// Fifteen steps: step 0 runs the 2-row prefill `[talker hidden, embed(c0)]`; step j ≥ 1 feeds
@@ -486,6 +492,7 @@ fn code_predictor_steps(
                 rope: b.rope,
                 row_desc: &b.row_descs[j],
                 rows,
+                grid: b.grid,
             }
             .build(env)?,
         );

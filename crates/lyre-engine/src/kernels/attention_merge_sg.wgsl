@@ -14,8 +14,8 @@ var<workgroup> sg_sum: array<f32, MAX_NSG>;
 var<workgroup> sg_acc: array<f32, 2048>;
 
 // Merges subgroup `s`'s state (lane `lane` holds dims lane + SG·i, i < dpl) with the others'
-// and writes the head's `hd` outputs from out[dst]. Called from uniform control flow (it has a
-// barrier).
+// and writes the head's `hd` outputs from output index `dst` through the kernel's `store_out`.
+// Called from uniform control flow (it has a barrier).
 fn merge_and_store(t: u32, s: u32, lane: u32, dpl: u32, hd: u32, m_run: f32, l_run: f32,
                    acc: array<f32, 8>, dst: u32) {
     if (lane == 0u) {
@@ -42,6 +42,6 @@ fn merge_and_store(t: u32, s: u32, lane: u32, dpl: u32, hd: u32, m_run: f32, l_r
         for (var g = 0u; g < nsg; g++) {
             o += sg_acc[g * hd + d] * exp(sg_max[g] - m_all);
         }
-        out[dst + d] = o / l_all;
+        store_out(dst + d, o / l_all);
     }
 }

@@ -16,6 +16,7 @@ pub const SOURCE: KernelSource = KernelSource {
         include_str!("descriptors.wgsl"),
         include_str!("qk_norm_weights.wgsl"),
         include_str!("attention_merge_sg.wgsl"),
+        include_str!("attention_rope_head_sg.wgsl"),
         include_str!("attention_rope_sg.wgsl")
     ),
 };

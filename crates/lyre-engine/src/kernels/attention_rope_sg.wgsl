@@ -1,16 +1,7 @@
 // q/k-norm + RoPE, the KV-cache write and attention in one dispatch, for ticks where every row
 // is the only row of its session (decode steps): qk_norm_rope_sg.wgsl followed by
-// attention_sg.wgsl, with the same results. One workgroup of 256 threads per (q head, row).
-//
-// Every subgroup normalises and rotates the row's q head and the k head of its KV group itself
-// (lane l holds dims l + SG·i, so each RoPE pair sits in one lane), and takes the row's own key
-// and value from registers instead of the cache: the cache holds only earlier positions, which
-// earlier dispatches wrote, so no workgroup reads what another one writes. The first q head of
-// each KV group stores the new k and v at the row's position for later steps.
-// Needs head_dim = SG · DPL with DPL even and at most 8.
-
-override SG: u32 = 32u;
-override DPL: u32 = 4u;
+// attention_sg.wgsl, with the same results. One workgroup of 256 threads per (q head, row);
+// the work of one is attention_rope_head_sg.wgsl's `attend_head`.
 
 struct Params {
     n_heads: u32,
@@ -30,128 +21,30 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> rows: array<Row>;
 @group(0) @binding(2) var<storage, read> qkv: array<f32>;
-// Bindings 3 and 4 (q_norm, k_norm) and norm_weight(): qk_norm_weights.wgsl.
-@group(0) @binding(5) var<storage, read> rope_cos: array<f32>;
-@group(0) @binding(6) var<storage, read> rope_sin: array<f32>;
-@group(0) @binding(7) var<storage, read_write> k_cache: array<f32>;
-@group(0) @binding(8) var<storage, read_write> v_cache: array<f32>;
+// Bindings 3 and 4 (q_norm, k_norm): qk_norm_weights.wgsl; 5-8 (RoPE tables, KV cache):
+// attention_rope_head_sg.wgsl.
 @group(0) @binding(9) var<storage, read_write> out: array<f32>;
+
+fn load_qkv(i: u32) -> f32 {
+    return qkv[i];
+}
+
+fn store_out(i: u32, v: f32) {
+    out[i] = v;
+}
 
 var<workgroup> wg_pos: u32;
 var<workgroup> wg_slot: u32;
-
-// The lane's dims of head `h` (q heads first, then k heads) of the fused row at `src`, after
-// the per-head RMSNorm and RoPE at `pos`.
-fn rotated_head(src: u32, h: u32, lane: u32, pos: u32) -> array<f32, 8> {
-    let is_q = h < p.n_heads;
-    let base = src + h * p.head_dim + lane;
-    var v = array<f32, 8>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-    var ss = 0.0;
-    for (var i = 0u; i < MAX_DPL; i++) {
-        if (i < DPL) {
-            v[i] = qkv[base + i * SG];
-            ss += v[i] * v[i];
-        }
-    }
-    let total = subgroupAdd(ss);
-    if (p.has_norm != 0u) {
-        let inv = inverseSqrt(total / f32(p.head_dim) + p.eps);
-        for (var i = 0u; i < MAX_DPL; i++) {
-            if (i < DPL) {
-                v[i] = norm_weight(is_q, lane + i * SG) * (v[i] * inv);
-            }
-        }
-    }
-    let half = p.head_dim / 2u;
-    for (var i = 0u; i < MAX_DPL / 2u; i++) {
-        if (i < DPL / 2u) {
-            let d = lane + i * SG;
-            let c = rope_cos[pos * half + d];
-            let s = rope_sin[pos * half + d];
-            let a = v[i];
-            let b = v[i + DPL / 2u];
-            v[i] = a * c - b * s;
-            v[i + DPL / 2u] = b * c + a * s;
-        }
-    }
-    return v;
-}
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let h = wid.x;
     let r = wid.y;
-    let hd = p.head_dim;
     if (t == 0u) {
         wg_pos = rows[r].pos;
         wg_slot = rows[r].slot;
     }
     let pos = workgroupUniformLoad(&wg_pos);
     let slot = workgroupUniformLoad(&wg_slot);
-    let nsg = WG / SG;
-    let s = t / SG;
-    let lane = t % SG;
-    let group = p.n_heads / p.n_kv_heads;
-    let kvh = h / group;
-    let kv_base = (slot * p.n_kv_heads + kvh) * p.max_pos;
-    let src = r * p.qkv_stride;
-
-    var qv = rotated_head(src, h, lane, pos);
-    for (var i = 0u; i < MAX_DPL; i++) {
-        qv[i] *= p.scale;
-    }
-    let k_new = rotated_head(src, p.n_heads + kvh, lane, pos);
-    var v_new = array<f32, 8>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-    let v_src = src + (p.n_heads + p.n_kv_heads + kvh) * hd + lane;
-    for (var i = 0u; i < MAX_DPL; i++) {
-        if (i < DPL) {
-            v_new[i] = qkv[v_src + i * SG];
-        }
-    }
-    if (h % group == 0u && s == 0u) {
-        let dst = (kv_base + pos) * hd + lane;
-        for (var i = 0u; i < MAX_DPL; i++) {
-            if (i < DPL) {
-                k_cache[dst + i * SG] = k_new[i];
-                v_cache[dst + i * SG] = v_new[i];
-            }
-        }
-    }
-
-    var m_run = NEG;
-    var l_run = 0.0;
-    var acc = array<f32, 8>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-    // The trip count is the same for every subgroup, so subgroupAdd runs in uniform control
-    // flow; a subgroup past the last key contributes nothing.
-    for (var base = 0u; base <= pos; base += nsg) {
-        let j = base + s;
-        let live = j <= pos;
-        let cached = j < pos;
-        let kb = (kv_base + min(j, pos)) * hd + lane;
-        var vv = array<f32, 8>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-        var part = 0.0;
-        for (var i = 0u; i < MAX_DPL; i++) {
-            if (i < DPL) {
-                var kj = k_new[i];
-                vv[i] = v_new[i];
-                if (cached) {
-                    kj = k_cache[kb + i * SG];
-                    vv[i] = v_cache[kb + i * SG];
-                }
-                part += qv[i] * kj;
-            }
-        }
-        let score = subgroupAdd(part);
-        let m_new = select(m_run, max(m_run, score), live);
-        let alpha = exp(m_run - m_new);
-        let pj = select(0.0, exp(score - m_new), live);
-        l_run = l_run * alpha + pj;
-        for (var i = 0u; i < MAX_DPL; i++) {
-            if (i < DPL) {
-                acc[i] = acc[i] * alpha + pj * vv[i];
-            }
-        }
-        m_run = m_new;
-    }
-    merge_and_store(t, s, lane, DPL, hd, m_run, l_run, acc, r * p.out_stride + h * hd);
+    attend_head(t, h, r * p.qkv_stride, slot, pos, r * p.out_stride + h * p.head_dim);
 }

@@ -29,6 +29,9 @@ struct Params {
 @group(0) @binding(4) var<storage, read> v_cache: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
+fn store_out(i: u32, v: f32) {
+    out[i] = v;
+}
 
 var<workgroup> wg_pos: u32;
 var<workgroup> wg_slot: u32;

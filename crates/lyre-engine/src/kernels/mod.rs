@@ -9,6 +9,7 @@ pub mod combine_input;
 pub mod conv1d;
 pub mod conv1d_gemm;
 pub mod copy_rows;
+pub mod decode_layer;
 pub mod depthwise_conv;
 pub mod embed_text;
 pub mod frame_rows;

@@ -4,7 +4,8 @@
 //!
 //! Six dispatches per layer: qkv (with the input RMSNorm fused into its x load), q/k norm +
 //! RoPE, attention, o (+= x), gate_up (post-attention RMSNorm fused), down (SwiGLU fused, += x);
-//! five on decode steps, where q/k norm + RoPE and attention are one dispatch.
+//! five on decode steps, where q/k norm + RoPE and attention are one dispatch; one (the
+//! persistent [`DecodeLayer`]) in ticks of a single row where the adapter runs it.
 
 use super::rope::RopeTables;
 use super::upload;
@@ -13,6 +14,7 @@ use crate::error::Result;
 use crate::gpu::{Alternative, Dispatch, GpuContext, RowCount};
 use crate::kernels::attention::Attention;
 use crate::kernels::attention_rope::AttentionRope;
+use crate::kernels::decode_layer::{DecodeLayer, GridSync};
 use crate::kernels::matmul::{Activation, Input, Matmul, Output};
 use crate::kernels::qk_norm_rope::{Heads, KvCache, QkNormRope};
 use crate::kernels::swiglu::SwiGlu;
@@ -165,69 +167,106 @@ pub struct StackRun<'a> {
     pub rope: &'a RopeTables,
     pub row_desc: &'a wgpu::Buffer,
     pub rows: RowCount,
+    /// Where set, a tick of one row runs each layer as one persistent dispatch.
+    pub grid: Option<GridSync<'a>>,
 }
 
 impl StackRun<'_> {
     /// Records every layer; afterwards `bufs.x` holds the residual stream (before the final norm).
     pub fn build(&self, env: &Env) -> Result<Vec<Dispatch>> {
+        let mut out = Vec::with_capacity(self.shape.layers * 6);
+        for (l, w) in self.layers.iter().enumerate() {
+            let layer = self.layer(env, w, l)?;
+            match self.decode_layer(env, w, l) {
+                Some(mut one) => {
+                    one.add_alternative(Alternative { rows: self.rows, min_rows: 2, dispatches: layer });
+                    out.push(one);
+                }
+                None => out.extend(layer),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Layer `l` as one persistent dispatch, where the adapter runs it.
+    fn decode_layer(&self, env: &Env, w: &LayerWeights, l: usize) -> Option<Dispatch> {
+        let s = self.shape;
+        DecodeLayer {
+            label: &format!("{}.{l}.layer", self.label),
+            heads: s.heads,
+            hidden: s.hidden as u32,
+            inter: s.inter as u32,
+            eps: s.eps,
+            weights: w,
+            bufs: self.bufs,
+            cache: self.kv.layer(l),
+            rope_cos: &self.rope.cos,
+            rope_sin: &self.rope.sin,
+            row_desc: self.row_desc,
+            rows: self.rows,
+            sync: self.grid?,
+        }
+        .build(env)
+    }
+
+    /// Layer `l`'s dispatches for any number of rows.
+    fn layer(&self, env: &Env, w: &LayerWeights, l: usize) -> Result<Vec<Dispatch>> {
         let s = self.shape;
         let b = self.bufs;
         let (h, i) = (s.hidden as u32, s.inter as u32);
         let dense = |buf, w| Rows::dense(buf, w);
-        let mut out = Vec::with_capacity(s.layers * 6);
-        for (l, w) in self.layers.iter().enumerate() {
-            let label = |n: &str| format!("{}.{l}.{n}", self.label);
-            out.push(
-                Matmul {
-                    label: &label("qkv"),
-                    weight: &w.qkv,
-                    bias: None,
-                    k: h,
-                    n: s.heads.qkv_width(),
-                    x: dense(&b.x, h),
-                    input: Input::RmsNormed { gamma: &w.input_norm, eps: s.eps },
-                    y: dense(&b.qkv, s.heads.qkv_width()),
-                    rows: self.rows,
-                    output: Output::Overwrite,
-                    activation: Activation::None,
-                }
-                .build(env)?,
-            );
-            out.extend(self.attention(env, w, l));
-            out.push(
-                Matmul {
-                    label: &label("o"),
-                    weight: &w.o,
-                    bias: None,
-                    k: s.heads.q_width(),
-                    n: h,
-                    x: dense(&b.attn, s.heads.q_width()),
-                    input: Input::Plain,
-                    y: dense(&b.x, h),
-                    rows: self.rows,
-                    output: Output::Accumulate,
-                    activation: Activation::None,
-                }
-                .build(env)?,
-            );
-            out.push(
-                Matmul {
-                    label: &label("gate_up"),
-                    weight: &w.gate_up,
-                    bias: None,
-                    k: h,
-                    n: 2 * i,
-                    x: dense(&b.x, h),
-                    input: Input::RmsNormed { gamma: &w.post_norm, eps: s.eps },
-                    y: dense(&b.gate_up, 2 * i),
-                    rows: self.rows,
-                    output: Output::Overwrite,
-                    activation: Activation::None,
-                }
-                .build(env)?,
-            );
-            out.extend(self.down(env, w, &label("swiglu"), &label("down"))?);
-        }
+        let label = |n: &str| format!("{}.{l}.{n}", self.label);
+        let mut out = Vec::with_capacity(6);
+        out.push(
+            Matmul {
+                label: &label("qkv"),
+                weight: &w.qkv,
+                bias: None,
+                k: h,
+                n: s.heads.qkv_width(),
+                x: dense(&b.x, h),
+                input: Input::RmsNormed { gamma: &w.input_norm, eps: s.eps },
+                y: dense(&b.qkv, s.heads.qkv_width()),
+                rows: self.rows,
+                output: Output::Overwrite,
+                activation: Activation::None,
+            }
+            .build(env)?,
+        );
+        out.extend(self.attention(env, w, l));
+        out.push(
+            Matmul {
+                label: &label("o"),
+                weight: &w.o,
+                bias: None,
+                k: s.heads.q_width(),
+                n: h,
+                x: dense(&b.attn, s.heads.q_width()),
+                input: Input::Plain,
+                y: dense(&b.x, h),
+                rows: self.rows,
+                output: Output::Accumulate,
+                activation: Activation::None,
+            }
+            .build(env)?,
+        );
+        out.push(
+            Matmul {
+                label: &label("gate_up"),
+                weight: &w.gate_up,
+                bias: None,
+                k: h,
+                n: 2 * i,
+                x: dense(&b.x, h),
+                input: Input::RmsNormed { gamma: &w.post_norm, eps: s.eps },
+                y: dense(&b.gate_up, 2 * i),
+                rows: self.rows,
+                output: Output::Overwrite,
+                activation: Activation::None,
+            }
+            .build(env)?,
+        );
+        out.extend(self.down(env, w, &label("swiglu"), &label("down"))?);
         Ok(out)
     }
 

@@ -6,6 +6,7 @@ mod support;
 
 mod attention;
 mod attention_rope;
+mod decode_layer;
 mod fused;
 mod gather;
 mod linear;

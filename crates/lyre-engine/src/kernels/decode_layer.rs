@@ -1,0 +1,199 @@
+//! One decoder layer for a tick of one row in one dispatch (decode_layer.wgsl): the five
+//! dispatches of [`StackRun`](crate::model::transformer::StackRun) at one row (qkv, attention,
+//! o, gate_up, down) as phases of one persistent grid that meet at grid-wide barriers. A
+//! barrier costs 2.3–3.3 µs on the H200 where a dependent dispatch costs ~5 µs
+//! (docs/PERFORMANCE.md v11), and batch 1 is a chain of ~600 such steps.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::qk_norm_rope::{Heads, KvCache, RopeKernel};
+use super::Env;
+use crate::gpu::{Dispatch, Extent, GpuContext, Grid, KernelSource, RowCount};
+use crate::model::transformer::{LayerWeights, StackBuffers};
+
+pub const SOURCE: KernelSource = KernelSource {
+    name: "decode_layer",
+    wgsl: concat!(
+        include_str!("descriptors.wgsl"),
+        include_str!("qk_norm_weights.wgsl"),
+        include_str!("attention_merge_sg.wgsl"),
+        include_str!("attention_rope_head_sg.wgsl"),
+        include_str!("decode_layer_dot.wgsl"),
+        include_str!("decode_layer.wgsl")
+    ),
+};
+
+/// Storage bindings of the kernel.
+const STORAGE_BINDINGS: u32 = 18;
+/// Workgroup memory besides the input vector: attention_merge_sg.wgsl's arrays and the sums.
+const FIXED_WORKGROUP_BYTES: u32 = 2048 * 4 + 3 * 64 * 4 + 16;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+struct Params {
+    n_heads: u32,
+    n_kv_heads: u32,
+    head_dim: u32,
+    max_pos: u32,
+    has_norm: u32,
+    eps: f32,
+    scale: f32,
+    hidden: u32,
+    inter: u32,
+    groups: u32,
+    _pad: [u32; 2],
+}
+
+/// The workgroups of the persistent kernels and the barrier counter they share. Every
+/// persistent dispatch of a plan uses the same `groups`, so the counter stays a multiple of it
+/// between dispatches.
+#[derive(Clone, Copy)]
+pub struct GridSync<'a> {
+    pub groups: u32,
+    /// 16 zeroed bytes: arrivals, and barrier waits that gave up.
+    pub counter: &'a wgpu::Buffer,
+}
+
+/// Workgroups for the persistent kernels on this adapter ([`grid_size`] with `LYRE_PERSISTENT`).
+pub fn persistent_groups(ctx: &GpuContext) -> u32 {
+    let asked = std::env::var("LYRE_PERSISTENT").ok().and_then(|v| v.parse::<u32>().ok());
+    grid_size(ctx.is_cpu(), ctx.fixed_subgroup_size().is_some(), asked)
+}
+
+/// `asked` workgroups (`LYRE_PERSISTENT=N`, rounded down to a power of two; 0 turns persistent
+/// layers off), else 128 on GPUs (the H200 has 132 SMs: one workgroup each) and none on CPU
+/// adapters. Never more than one on a CPU adapter: lavapipe ran the barrier, but its results
+/// with two workgroups were wrong in about half the runs (no wait timed out). None without
+/// subgroups of one fixed size.
+pub fn grid_size(cpu: bool, fixed_subgroups: bool, asked: Option<u32>) -> u32 {
+    if !fixed_subgroups {
+        return 0;
+    }
+    let n = asked.unwrap_or(if cpu { 0 } else { 128 });
+    let n = if n == 0 || n.is_power_of_two() { n } else { n.next_power_of_two() / 2 };
+    if cpu {
+        n.min(1)
+    } else {
+        n
+    }
+}
+
+/// One layer of a stack at one row.
+pub struct DecodeLayer<'a> {
+    pub label: &'a str,
+    pub heads: Heads,
+    pub hidden: u32,
+    pub inter: u32,
+    pub eps: f32,
+    pub weights: &'a LayerWeights,
+    /// The stack's activations: `x` in and out, `qkv`, `attn` and `act` as scratch.
+    pub bufs: &'a StackBuffers,
+    pub cache: KvCache<'a>,
+    pub rope_cos: &'a wgpu::Buffer,
+    pub rope_sin: &'a wgpu::Buffer,
+    /// Row 0 gives the cache slot and position.
+    pub row_desc: &'a wgpu::Buffer,
+    /// The dispatch runs when this count is at least 1 (callers record it only for one row).
+    pub rows: RowCount,
+    pub sync: GridSync<'a>,
+}
+
+impl DecodeLayer<'_> {
+    /// The dispatch, or `None` where the adapter or the shapes do not allow it: no subgroups of
+    /// one size, a head size attend_head cannot split, hidden not a multiple of 8 or the q width
+    /// and inter not multiples of 16, too little
+    /// workgroup memory or too few storage bindings.
+    pub fn build(&self, env: &Env) -> Option<Dispatch> {
+        let ctx = env.ctx;
+        let size = ctx.fixed_subgroup_size()?;
+        let h = self.heads;
+        let widest = self.hidden.max(h.q_width()).max(self.inter);
+        let fits = self.sync.groups > 0
+            && RopeKernel::fits(size, h.head_dim)
+            && self.hidden % 8 == 0
+            // C and E split their rows in halves of whole 16-byte loads.
+            && h.q_width() % 16 == 0
+            && self.inter % 16 == 0
+            && widest * 4 + FIXED_WORKGROUP_BYTES <= ctx.limits.max_compute_workgroup_storage_size
+            && ctx.limits.max_storage_buffers_per_shader_stage >= STORAGE_BINDINGS;
+        if !fits {
+            return None;
+        }
+        Some(self.build_with(env, size))
+    }
+
+    fn build_with(&self, env: &Env, size: u32) -> Dispatch {
+        let h = self.heads;
+        let params = Params {
+            n_heads: h.n_heads,
+            n_kv_heads: h.n_kv_heads,
+            head_dim: h.head_dim,
+            max_pos: self.cache.max_pos,
+            has_norm: 1,
+            eps: self.eps,
+            scale: (h.head_dim as f64).powf(-0.5) as f32,
+            hidden: self.hidden,
+            inter: self.inter,
+            groups: self.sync.groups,
+            _pad: [0; 2],
+        };
+        let widest = self.hidden.max(h.q_width()).max(self.inter);
+        let pipeline = env.ctx.pipeline(
+            SOURCE,
+            &[("SG", size as f64), ("DPL", (h.head_dim / size) as f64), ("VEC4S", (widest / 4) as f64)],
+        );
+        let uniform = env.ctx.uniform(self.label, &params);
+        let (w, b) = (self.weights, self.bufs);
+        let bind_group = env.ctx.bind_group(
+            self.label,
+            &pipeline,
+            &[
+                &uniform,
+                self.row_desc,
+                &b.qkv,
+                &w.q_norm,
+                &w.k_norm,
+                self.rope_cos,
+                self.rope_sin,
+                self.cache.k,
+                self.cache.v,
+                &b.attn,
+                &b.x,
+                &b.act,
+                self.sync.counter,
+                &w.input_norm,
+                &w.qkv,
+                &w.o,
+                &w.post_norm,
+                &w.gate_up,
+                &w.down,
+            ],
+        );
+        Dispatch {
+            label: self.label.to_string(),
+            pipeline,
+            bind_group,
+            // One grid when the count is at least one, none when it is zero.
+            grid: Grid::new(
+                Extent::Fixed(self.sync.groups),
+                Extent::Rows { count: self.rows, per_group: u32::MAX },
+            ),
+            alternatives: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grid_size;
+
+    #[test]
+    fn grid_size_defaults_rounds_and_caps() {
+        assert_eq!(grid_size(false, true, None), 128);
+        assert_eq!(grid_size(true, true, None), 0);
+        assert_eq!(grid_size(false, true, Some(100)), 64);
+        assert_eq!(grid_size(false, true, Some(0)), 0);
+        assert_eq!(grid_size(true, true, Some(4)), 1);
+        assert_eq!(grid_size(false, false, Some(4)), 0);
+    }
+}

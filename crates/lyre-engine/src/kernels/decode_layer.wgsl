@@ -1,0 +1,244 @@
+// One whole decoder layer for one row (a tick of one session) in one dispatch of p.groups
+// workgroups, its five steps separated by grid-wide barriers instead of dispatches:
+//   A  qkv = W_qkv · rmsnorm(x)                       (input RMSNorm, gamma = input_norm)
+//   B  q/k-norm + RoPE, KV-cache write, attention      (attention_rope_head_sg.wgsl, per q head)
+//   C  x += W_o · attn
+//   D  act = SwiGLU(W_gate_up · rmsnorm(x))            (post-attention RMSNorm)
+//   E  x += W_down · act
+// the same math as the five dispatches of model/transformer.rs at one row.
+//
+// Every workgroup must be resident at once (p.groups is at most what the GPU runs together; 1 on
+// CPU adapters). The activations that cross workgroups (x, qkv, attn, act) are read and written
+// with atomics: the barrier does not invalidate other workgroups' L1 lines, and a plain load
+// after it can return a value cached before the writer stored (measured, docs/PERFORMANCE.md
+// v11). Weights, the RoPE tables and the KV cache (each cache row is written and read by the
+// same workgroup in one dispatch, or written by an earlier dispatch) use plain loads.
+// Needs hidden to be a multiple of 8, the q width and inter of 16, and attend_head's head_dim
+// rule.
+
+// vec4s of the widest input vector (hidden, q width, inter).
+override VEC4S: u32 = 256u;
+
+const SPIN_LIMIT: u32 = 1048576u;
+
+struct Params {
+    n_heads: u32,
+    n_kv_heads: u32,
+    head_dim: u32,
+    max_pos: u32,
+    has_norm: u32,
+    eps: f32,
+    scale: f32,
+    hidden: u32,
+    inter: u32,
+    // Workgroups in the grid; a power of two, so the barrier counter may wrap. A uniform, not an
+    // override: naga 30 evaluated `x % GROUPS` with an override `GROUPS` as if it were 1 (on
+    // lavapipe the barrier then never waited).
+    groups: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> rows: array<Row>;
+@group(0) @binding(2) var<storage, read_write> qkv: array<atomic<u32>>;
+// Bindings 3 and 4 (q_norm, k_norm): qk_norm_weights.wgsl; 5-8 (RoPE tables, KV cache):
+// attention_rope_head_sg.wgsl.
+@group(0) @binding(9) var<storage, read_write> attn: array<atomic<u32>>;
+@group(0) @binding(10) var<storage, read_write> x: array<atomic<u32>>;
+@group(0) @binding(11) var<storage, read_write> act: array<atomic<u32>>;
+// [0]: barrier arrivals (every dispatch adds a multiple of groups); [1]: waits that gave up.
+@group(0) @binding(12) var<storage, read_write> sync: array<atomic<u32>>;
+@group(0) @binding(13) var<storage, read> input_norm: array<vec4<u32>>;
+@group(0) @binding(14) var<storage, read> w_qkv: array<vec4<u32>>;
+@group(0) @binding(15) var<storage, read> w_o: array<vec4<u32>>;
+@group(0) @binding(16) var<storage, read> post_norm: array<vec4<u32>>;
+@group(0) @binding(17) var<storage, read> w_gate_up: array<vec4<u32>>;
+@group(0) @binding(18) var<storage, read> w_down: array<vec4<u32>>;
+
+// Which buffer a helper reads (literal arguments, so each call site specialises).
+const QKV: u32 = 0u;
+const O: u32 = 1u;
+const GATE_UP: u32 = 2u;
+const DOWN: u32 = 3u;
+const INPUT_NORM: u32 = 0u;
+const POST_NORM: u32 = 1u;
+const X: u32 = 0u;
+const ATTN: u32 = 1u;
+const ACT: u32 = 2u;
+
+var<workgroup> vec_in: array<vec4<f32>, VEC4S>;
+var<workgroup> wg_part: array<f32, MAX_NSG>;
+var<workgroup> wg_row: vec2<u32>;
+
+fn load_qkv(i: u32) -> f32 {
+    return bitcast<f32>(atomicLoad(&qkv[i]));
+}
+
+fn store_out(i: u32, v: f32) {
+    atomicStore(&attn[i], bitcast<u32>(v));
+}
+
+fn bf16x4(v: vec2<u32>) -> vec4<f32> {
+    return vec4<f32>(
+        bitcast<f32>(v.x << 16u), bitcast<f32>(v.x & 0xffff0000u),
+        bitcast<f32>(v.y << 16u), bitcast<f32>(v.y & 0xffff0000u));
+}
+
+fn weight(which: u32, i: u32) -> vec4<u32> {
+    switch which {
+        case 0u: { return w_qkv[i]; }
+        case 1u: { return w_o[i]; }
+        case 2u: { return w_gate_up[i]; }
+        default: { return w_down[i]; }
+    }
+}
+
+fn activation(which: u32, i: u32) -> f32 {
+    switch which {
+        case 0u: { return bitcast<f32>(atomicLoad(&x[i])); }
+        case 1u: { return bitcast<f32>(atomicLoad(&attn[i])); }
+        default: { return bitcast<f32>(atomicLoad(&act[i])); }
+    }
+}
+
+fn gamma8(which: u32, i: u32) -> vec4<u32> {
+    if (which == INPUT_NORM) {
+        return input_norm[i];
+    }
+    return post_norm[i];
+}
+
+// The sum of `v` over the workgroup (uniform control flow).
+fn workgroup_sum(t: u32, v: f32) -> f32 {
+    let s = subgroupAdd(v);
+    if (t % SG == 0u) {
+        wg_part[t / SG] = s;
+    }
+    workgroupBarrier();
+    var total = 0.0;
+    for (var g = 0u; g < WG / SG; g++) {
+        total += wg_part[g];
+    }
+    workgroupBarrier();
+    return total;
+}
+
+// Copies the first `n` values of activation `which` into vec_in; returns this thread's sum of
+// their squares.
+fn load_input(t: u32, which: u32, n: u32) -> f32 {
+    var ss = 0.0;
+    for (var i = t; i < n / 4u; i += WG) {
+        let v = vec4<f32>(
+            activation(which, 4u * i), activation(which, 4u * i + 1u),
+            activation(which, 4u * i + 2u), activation(which, 4u * i + 3u));
+        vec_in[i] = v;
+        ss += dot(v, v);
+    }
+    return ss;
+}
+
+// vec_in = rmsnorm(x) · gamma.
+fn load_normed(t: u32, gamma: u32) {
+    let total = workgroup_sum(t, load_input(t, X, p.hidden));
+    let scale = inverseSqrt(total / f32(p.hidden) + p.eps);
+    for (var i = t; i < p.hidden / 8u; i += WG) {
+        let g = gamma8(gamma, i);
+        vec_in[2u * i] *= bf16x4(g.xy) * scale;
+        vec_in[2u * i + 1u] *= bf16x4(g.zw) * scale;
+    }
+    workgroupBarrier();
+}
+
+// Waits until every workgroup has arrived (a bounded spin: a grid that is not resident counts
+// a timeout in sync[1] and runs on rather than hanging the GPU).
+fn grid_barrier(t: u32) {
+    storageBarrier();
+    if (p.groups > 1u && t == 0u) {
+        let arrived = atomicAdd(&sync[0], 1u);
+        let release = (arrived & ~(p.groups - 1u)) + p.groups;
+        var spins = 0u;
+        // Until the counter reaches `release`, in wrapping arithmetic.
+        while (atomicLoad(&sync[0]) - release >= 0x80000000u) {
+            spins++;
+            if (spins == SPIN_LIMIT) {
+                atomicAdd(&sync[1], 1u);
+                break;
+            }
+        }
+    }
+    storageBarrier();
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    if (t == 0u) {
+        wg_row = vec2<u32>(rows[0].slot, rows[0].pos);
+    }
+    let row = workgroupUniformLoad(&wg_row);
+    let lane = t % SG;
+    let nsg = WG / SG;
+    // Subgroup sg of workgroup g takes output rows first + sg, first + sg + stride, ...; the
+    // trip counts are the same for the whole workgroup, so subgroupAdd stays in uniform flow.
+    let first = wid.x * nsg;
+    let stride = p.groups * nsg;
+    let sg = t / SG;
+    let h = p.hidden;
+    let q_width = p.n_heads * p.head_dim;
+    let qkv_width = q_width + 2u * p.n_kv_heads * p.head_dim;
+
+    // A: qkv, two rows (a stride apart) per subgroup at a time.
+    load_normed(t, INPUT_NORM);
+    for (var r0 = first; r0 < qkv_width; r0 += 2u * stride) {
+        let ra = r0 + sg;
+        let d = dot_runs(QKV, row_pair(ra, stride, qkv_width, h / 8u), lane);
+        if (lane == 0u && ra < qkv_width) {
+            atomicStore(&qkv[ra], bitcast<u32>(d.x));
+        }
+        if (lane == 0u && ra + stride < qkv_width) {
+            atomicStore(&qkv[ra + stride], bitcast<u32>(d.y));
+        }
+    }
+    grid_barrier(t);
+
+    // B: attention, one q head per workgroup at a time.
+    for (var head = wid.x; head < p.n_heads; head += p.groups) {
+        attend_head(t, head, 0u, row.x, row.y, head * p.head_dim);
+        workgroupBarrier();
+    }
+    grid_barrier(t);
+
+    // C: x += W_o · attn, a row's two halves at once.
+    _ = load_input(t, ATTN, q_width);
+    workgroupBarrier();
+    for (var r0 = first; r0 < h; r0 += stride) {
+        let r = r0 + sg;
+        let d = dot_runs(O, row_halves(r, h, q_width / 8u), lane);
+        if (lane == 0u && r < h) {
+            atomicStore(&x[r], bitcast<u32>(activation(X, r) + d.x + d.y));
+        }
+    }
+    grid_barrier(t);
+
+    // D: act = SwiGLU(gate_up), a subgroup computing the gate and up rows of one output.
+    load_normed(t, POST_NORM);
+    for (var r0 = first; r0 < p.inter; r0 += stride) {
+        let r = r0 + sg;
+        let gu = dot_runs(GATE_UP, gate_up_pair(r, p.inter, h / 8u), lane);
+        if (lane == 0u && r < p.inter) {
+            atomicStore(&act[r], bitcast<u32>(gu.x / (1.0 + exp(min(-gu.x, 80.0))) * gu.y));
+        }
+    }
+    grid_barrier(t);
+
+    // E: x += W_down · act.
+    _ = load_input(t, ACT, p.inter);
+    workgroupBarrier();
+    for (var r0 = first; r0 < h; r0 += stride) {
+        let r = r0 + sg;
+        let d = dot_runs(DOWN, row_halves(r, h, p.inter / 8u), lane);
+        if (lane == 0u && r < h) {
+            atomicStore(&x[r], bitcast<u32>(activation(X, r) + d.x + d.y));
+        }
+    }
+}

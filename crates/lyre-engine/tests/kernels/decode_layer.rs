@@ -1,0 +1,155 @@
+//! The persistent decoder layer (`decode_layer.wgsl`: one dispatch, grid-wide barriers between
+//! its phases) against the same layer as the stack's separate dispatches (each of which the
+//! other kernel tests check against CPU loops), over several decode steps so that attention
+//! reads the cache rows earlier steps wrote. Checks the residual stream after every step, the
+//! whole KV cache, and that every barrier met all workgroups (none gave up).
+
+use lyre_engine::gpu::{Dispatch, RowCount, RowCounts};
+use lyre_engine::kernels::decode_layer::{grid_size, persistent_groups, GridSync};
+use lyre_engine::kernels::qk_norm_rope::Heads;
+use lyre_engine::model::rope::RopeTables;
+use lyre_engine::model::transformer::{KvBuffers, LayerWeights, StackBuffers, StackRun, StackShape};
+
+use crate::support::*;
+
+const STEPS: u32 = 6;
+const SLOT: u32 = 1;
+
+/// Sizes in units of the subgroup, so that on any adapter every phase has rows of at least four
+/// 16-byte loads per lane (the early-fetched first step) plus a remainder, and a row pair past
+/// the last row.
+fn shape(subgroup: u32) -> StackShape {
+    let sg = subgroup as usize;
+    StackShape {
+        hidden: 32 * sg + 8,
+        inter: 64 * sg + 16,
+        layers: 2,
+        // head_dim = 4 lanes' worth of dims: the split attend_head needs on any subgroup size.
+        heads: Heads { n_heads: 16, n_kv_heads: 4, head_dim: 4 * subgroup },
+        eps: 1e-6,
+        rope_theta: 1e6,
+    }
+}
+
+fn bf16_buffer(gpu: &Gpu, rng: &mut rand::rngs::StdRng, n: usize, scale: f32, offset: f32) -> wgpu::Buffer {
+    let v: Vec<f32> = randn(rng, n, scale).iter().map(|x| x + offset).collect();
+    gpu.buf(&bf16_round(&v).1)
+}
+
+fn layer_weights(gpu: &Gpu, s: &StackShape, seed: u64) -> Vec<LayerWeights> {
+    let mut r = rng(seed);
+    let (h, i) = (s.hidden, s.inter);
+    let (q, qkv, hd) = (s.heads.q_width() as usize, s.heads.qkv_width() as usize, s.heads.head_dim as usize);
+    let k_scale = |k: usize| 1.5 / (k as f32).sqrt();
+    (0..s.layers)
+        .map(|_| LayerWeights {
+            input_norm: bf16_buffer(gpu, &mut r, h, 0.2, 1.0),
+            qkv: bf16_buffer(gpu, &mut r, qkv * h, k_scale(h), 0.0),
+            q_norm: bf16_buffer(gpu, &mut r, hd, 0.2, 1.0),
+            k_norm: bf16_buffer(gpu, &mut r, hd, 0.2, 1.0),
+            o: bf16_buffer(gpu, &mut r, h * q, k_scale(q), 0.0),
+            post_norm: bf16_buffer(gpu, &mut r, h, 0.2, 1.0),
+            gate_up: bf16_buffer(gpu, &mut r, 2 * i * h, k_scale(h), 0.0),
+            down: bf16_buffer(gpu, &mut r, h * i, k_scale(i), 0.0),
+        })
+        .collect()
+}
+
+struct Run {
+    /// The residual stream after each step.
+    x: Vec<Vec<f32>>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    /// Barrier arrivals and waits that gave up.
+    sync: [u32; 4],
+}
+
+/// Runs `STEPS` decode steps of the two-layer stack at one row (cache slot `SLOT`, positions
+/// 0, 1, ...), as separate dispatches (`groups` = None) or persistent layers.
+fn run(gpu: &Gpu, s: &StackShape, layers: &[LayerWeights], groups: Option<u32>) -> Run {
+    let ctx = &gpu.ctx;
+    let bufs = StackBuffers::new(ctx, "t", s, 2).unwrap();
+    let kv = KvBuffers::new(ctx, "t.kv", s, 2, STEPS as usize + 2).unwrap();
+    let rope =
+        RopeTables::new(ctx, "t.rope", STEPS as usize + 2, s.heads.head_dim as usize, s.rope_theta).unwrap();
+    let row_desc = gpu.buf(&[SLOT, 0, 0, 0]);
+    let counter = gpu.buf(&[0u32; 4]);
+    let dispatches: Vec<Dispatch> = StackRun {
+        label: "t",
+        shape: s,
+        layers,
+        bufs: &bufs,
+        kv: &kv,
+        rope: &rope,
+        row_desc: &row_desc,
+        rows: RowCount::Sessions,
+        grid: groups.map(|groups| GridSync { groups, counter: &counter }),
+    }
+    .build(&gpu.env())
+    .unwrap();
+    let persistent = dispatches.iter().all(|d| d.label.ends_with(".layer"));
+    assert_eq!(persistent, groups.is_some(), "{:?}", dispatches.iter().map(|d| &d.label).collect::<Vec<_>>());
+    let mut r = rng(99);
+    let mut x = Vec::new();
+    for pos in 0..STEPS {
+        ctx.queue.write_buffer(&row_desc, 0, bytemuck::cast_slice(&[SLOT, pos, 0, 0]));
+        ctx.queue.write_buffer(&bufs.x, 0, bytemuck::cast_slice(&randn(&mut r, s.hidden, 2.0)));
+        gpu.run(RowCounts { talker_rows: 1, sessions: 1 }, &dispatches);
+        x.push(gpu.read::<f32>(&bufs.x)[..s.hidden].to_vec());
+    }
+    let sync: Vec<u32> = gpu.read(&counter);
+    Run {
+        x,
+        k: gpu.read(&kv.k[s.layers - 1]),
+        v: gpu.read(&kv.v[s.layers - 1]),
+        sync: [sync[0], sync[1], sync[2], sync[3]],
+    }
+}
+
+fn check(groups: u32) {
+    let gpu = Gpu::new();
+    let size = gpu.ctx.fixed_subgroup_size().expect("an adapter with subgroups of one size");
+    let s = shape(size);
+    let layers = layer_weights(&gpu, &s, 5);
+    let want = run(&gpu, &s, &layers, None);
+    let got = run(&gpu, &s, &layers, Some(groups));
+    for (step, (g, w)) in got.x.iter().zip(&want.x).enumerate() {
+        let scale = w.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        assert_close(&format!("{groups} workgroups, x after step {step}"), g, w, 2e-5 * scale.max(1.0));
+    }
+    assert_close("K cache of layer 1", &got.k, &want.k, 1e-4);
+    assert_close("V cache of layer 1", &got.v, &want.v, 1e-4);
+    assert!(want.k.iter().any(|&v| v != 0.0), "the steps wrote no cache rows");
+    assert_eq!(got.sync[1], 0, "{groups} workgroups: barrier waits gave up (grid not resident)");
+    if groups > 1 {
+        // Four barriers per layer, every workgroup arriving at each.
+        assert_eq!(got.sync[0], STEPS * s.layers as u32 * 4 * groups);
+    }
+}
+
+#[test]
+fn one_workgroup_matches_separate_dispatches() {
+    check(1);
+}
+
+/// Several workgroups meeting at grid barriers, on GPUs. On CPU adapters persistent layers
+/// keep to one workgroup (`grid_size`: lavapipe's results with two were wrong in about half the
+/// runs), which this checks instead.
+#[test]
+fn two_workgroups_meet_at_grid_barriers() {
+    let gpu = Gpu::new();
+    if gpu.ctx.is_cpu() {
+        assert_eq!(grid_size(true, true, Some(2)), 1);
+    } else {
+        check(2);
+    }
+}
+
+#[test]
+fn the_adapter_default_grid_matches_separate_dispatches() {
+    let gpu = Gpu::new();
+    match persistent_groups(&gpu.ctx) {
+        0 => assert!(gpu.ctx.is_cpu(), "persistent layers are off on a GPU"),
+        groups => check(groups),
+    }
+}
