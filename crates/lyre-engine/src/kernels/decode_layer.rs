@@ -6,6 +6,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::grid_residency::grid_is_resident;
 use super::qk_norm_rope::{Heads, KvCache, RopeKernel};
 use super::Env;
 use crate::gpu::{Dispatch, Extent, GpuContext, Grid, KernelSource, RowCount};
@@ -54,10 +55,21 @@ pub struct GridSync<'a> {
     pub counter: &'a wgpu::Buffer,
 }
 
-/// Workgroups for the persistent kernels on this adapter ([`grid_size`] with `LYRE_PERSISTENT`).
+/// Workgroups for the persistent kernels on this adapter ([`grid_size`] with `LYRE_PERSISTENT`),
+/// or 0 when a grid of that size does not run all at once here (checked with one dispatch).
 pub fn persistent_groups(ctx: &GpuContext) -> u32 {
     let asked = std::env::var("LYRE_PERSISTENT").ok().and_then(|v| v.parse::<u32>().ok());
-    grid_size(ctx.is_cpu(), ctx.fixed_subgroup_size().is_some(), asked)
+    let groups = grid_size(ctx.is_cpu(), ctx.fixed_subgroup_size().is_some(), asked);
+    if groups <= 1 {
+        return groups;
+    }
+    match grid_is_resident(ctx, groups) {
+        Ok(true) => groups,
+        resident => {
+            tracing::warn!(groups, ?resident, "persistent layers off: the grid is not resident at once");
+            0
+        }
+    }
 }
 
 /// `asked` workgroups (`LYRE_PERSISTENT=N`, rounded down to a power of two; 0 turns persistent

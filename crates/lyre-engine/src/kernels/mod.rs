@@ -15,6 +15,7 @@ pub mod embed_text;
 pub mod frame_rows;
 pub mod gemm_tile;
 pub mod glu;
+pub mod grid_residency;
 pub mod matmul;
 pub mod matmul_few_rows;
 pub mod matmul_gemm;

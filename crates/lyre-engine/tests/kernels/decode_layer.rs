@@ -6,6 +6,7 @@
 
 use lyre_engine::gpu::{Dispatch, RowCount, RowCounts};
 use lyre_engine::kernels::decode_layer::{grid_size, persistent_groups, GridSync};
+use lyre_engine::kernels::grid_residency::grid_is_resident;
 use lyre_engine::kernels::qk_norm_rope::Heads;
 use lyre_engine::model::rope::RopeTables;
 use lyre_engine::model::transformer::{KvBuffers, LayerWeights, StackBuffers, StackRun, StackShape};
@@ -151,5 +152,18 @@ fn the_adapter_default_grid_matches_separate_dispatches() {
     match persistent_groups(&gpu.ctx) {
         0 => assert!(gpu.ctx.is_cpu(), "persistent layers are off on a GPU"),
         groups => check(groups),
+    }
+}
+
+/// The residency check behind `persistent_groups`: one workgroup always runs at once; on GPUs the
+/// default grid does, and a grid of 16384 workgroups of 256 threads (far beyond any GPU's
+/// resident capacity) does not.
+#[test]
+fn grid_residency_check_tells_resident_grids_apart() {
+    let gpu = Gpu::new();
+    assert!(grid_is_resident(&gpu.ctx, 1).unwrap());
+    if !gpu.ctx.is_cpu() {
+        assert!(grid_is_resident(&gpu.ctx, 128).unwrap(), "128 workgroups not resident at once");
+        assert!(!grid_is_resident(&gpu.ctx, 1 << 14).unwrap(), "16384 workgroups reported resident");
     }
 }

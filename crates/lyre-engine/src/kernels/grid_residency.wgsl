@@ -1,0 +1,30 @@
+// Whether a grid of `groups` workgroups of 256 threads is resident at once, which the
+// persistent kernels' grid barriers need (decode_layer.wgsl): every workgroup arrives at one
+// counter and waits, a bounded number of polls, for all the others. A workgroup that gave up
+// counts itself in state[1]; a resident grid leaves it 0.
+
+struct Params {
+    groups: u32,
+    spin_limit: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+// [0]: arrivals, [1]: workgroups that gave up waiting.
+@group(0) @binding(1) var<storage, read_write> state: array<atomic<u32>>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) t: u32) {
+    if (t == 0u) {
+        atomicAdd(&state[0], 1u);
+        var spins = 0u;
+        while (atomicLoad(&state[0]) < p.groups) {
+            spins++;
+            if (spins == p.spin_limit) {
+                atomicAdd(&state[1], 1u);
+                break;
+            }
+        }
+    }
+}
