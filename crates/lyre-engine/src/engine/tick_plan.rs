@@ -10,7 +10,7 @@ use crate::gpu::{Dispatch, GpuContext, Readback, RowCount};
 use crate::kernels::codec_gather::{Accumulate, CodecGather};
 use crate::kernels::combine_input::CombineInput;
 use crate::kernels::copy_rows::{CopyRows, Source};
-use crate::kernels::decode_layer::{persistent_groups, GridSync};
+use crate::kernels::decode_layer::{persistent_groups, workgroup_bytes, GridSync};
 use crate::kernels::embed_text::EmbedText;
 use crate::kernels::matmul::{Activation, Input, Matmul, Output};
 use crate::kernels::matmul_gemm;
@@ -149,7 +149,11 @@ impl TickPlan {
             RopeTables::new(ctx, "cp.rope", CP_POSITIONS, cps.heads.head_dim as usize, cps.rope_theta)?;
         let cp_rows = cp_row_descs(ctx, ms, groups)?;
         let grid_counter = z("grid_sync", 16)?;
-        let grid = Some(GridSync { groups: persistent_groups(ctx), counter: &grid_counter });
+        let layer_bytes = |s: &crate::model::transformer::StackShape| {
+            workgroup_bytes(s.heads, s.hidden as u32, s.inter as u32)
+        };
+        let groups = persistent_groups(ctx, layer_bytes(ts).max(layer_bytes(cps)));
+        let grid = Some(GridSync { groups, counter: &grid_counter });
 
         let env = Env { ctx, counts: &counts, dummy: &dummy, scratch: &scratch, partials: &partials };
         let mut d: Vec<Dispatch> = Vec::new();

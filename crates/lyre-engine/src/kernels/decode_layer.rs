@@ -55,15 +55,22 @@ pub struct GridSync<'a> {
     pub counter: &'a wgpu::Buffer,
 }
 
+/// Workgroup memory of the layer kernel for these sizes: its input vector (the widest of
+/// hidden, q width and inter) and attention_merge_sg.wgsl's arrays and the sums.
+pub fn workgroup_bytes(heads: Heads, hidden: u32, inter: u32) -> u32 {
+    hidden.max(heads.q_width()).max(inter) * 4 + FIXED_WORKGROUP_BYTES
+}
+
 /// Workgroups for the persistent kernels on this adapter ([`grid_size`] with `LYRE_PERSISTENT`),
-/// or 0 when a grid of that size does not run all at once here (checked with one dispatch).
-pub fn persistent_groups(ctx: &GpuContext) -> u32 {
+/// or 0 when a grid of that size, each workgroup holding `workgroup_bytes` of workgroup memory
+/// (the largest layer's [`workgroup_bytes`]), does not run all at once here (one dispatch checks).
+pub fn persistent_groups(ctx: &GpuContext, workgroup_bytes: u32) -> u32 {
     let asked = std::env::var("LYRE_PERSISTENT").ok().and_then(|v| v.parse::<u32>().ok());
     let groups = grid_size(ctx.is_cpu(), ctx.fixed_subgroup_size().is_some(), asked);
     if groups <= 1 {
         return groups;
     }
-    match grid_is_resident(ctx, groups) {
+    match grid_is_resident(ctx, groups, workgroup_bytes) {
         Ok(true) => groups,
         resident => {
             tracing::warn!(groups, ?resident, "persistent layers off: the grid is not resident at once");
@@ -119,14 +126,13 @@ impl DecodeLayer<'_> {
         let ctx = env.ctx;
         let size = ctx.fixed_subgroup_size()?;
         let h = self.heads;
-        let widest = self.hidden.max(h.q_width()).max(self.inter);
         let fits = self.sync.groups > 0
             && RopeKernel::fits(size, h.head_dim)
             && self.hidden % 8 == 0
             // C and E split their rows in halves of whole 16-byte loads.
             && h.q_width() % 16 == 0
             && self.inter % 16 == 0
-            && widest * 4 + FIXED_WORKGROUP_BYTES <= ctx.limits.max_compute_workgroup_storage_size
+            && workgroup_bytes(h, self.hidden, self.inter) <= ctx.limits.max_compute_workgroup_storage_size
             && ctx.limits.max_storage_buffers_per_shader_stage >= STORAGE_BINDINGS;
         if !fits {
             return None;

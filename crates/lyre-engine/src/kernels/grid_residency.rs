@@ -22,9 +22,11 @@ struct Params {
     _pad: [u32; 2],
 }
 
-/// Whether `groups` workgroups of 256 threads ran at once (every one saw all the others arrive).
-pub fn grid_is_resident(ctx: &GpuContext, groups: u32) -> Result<bool> {
-    let pipeline = ctx.pipeline(SOURCE, &[]);
+/// Whether `groups` workgroups of 256 threads, each holding `workgroup_bytes` of workgroup
+/// memory (capped at the adapter's limit), ran at once (every one saw all the others arrive).
+pub fn grid_is_resident(ctx: &GpuContext, groups: u32, workgroup_bytes: u32) -> Result<bool> {
+    let words = workgroup_bytes.min(ctx.limits.max_compute_workgroup_storage_size) / 4;
+    let pipeline = ctx.pipeline(SOURCE, &[("WORDS", words.max(1) as f64)]);
     let uniform = ctx.uniform("grid_residency", &Params { groups, spin_limit: SPIN_LIMIT, _pad: [0; 2] });
     let state = ctx.storage_zeroed("grid_residency.state", 16)?;
     let bind_group = ctx.bind_group("grid_residency", &pipeline, &[&uniform, &state]);

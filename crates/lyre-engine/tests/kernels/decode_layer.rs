@@ -5,7 +5,7 @@
 //! whole KV cache, and that every barrier met all workgroups (none gave up).
 
 use lyre_engine::gpu::{Dispatch, RowCount, RowCounts};
-use lyre_engine::kernels::decode_layer::{grid_size, persistent_groups, GridSync};
+use lyre_engine::kernels::decode_layer::{grid_size, persistent_groups, workgroup_bytes, GridSync};
 use lyre_engine::kernels::grid_residency::grid_is_resident;
 use lyre_engine::kernels::qk_norm_rope::Heads;
 use lyre_engine::model::rope::RopeTables;
@@ -149,21 +149,24 @@ fn two_workgroups_meet_at_grid_barriers() {
 #[test]
 fn the_adapter_default_grid_matches_separate_dispatches() {
     let gpu = Gpu::new();
-    match persistent_groups(&gpu.ctx) {
+    let s = shape(gpu.ctx.fixed_subgroup_size().expect("an adapter with subgroups of one size"));
+    match persistent_groups(&gpu.ctx, workgroup_bytes(s.heads, s.hidden as u32, s.inter as u32)) {
         0 => assert!(gpu.ctx.is_cpu(), "persistent layers are off on a GPU"),
         groups => check(groups),
     }
 }
 
 /// The residency check behind `persistent_groups`: one workgroup always runs at once; on GPUs the
-/// default grid does, and a grid of 16384 workgroups of 256 threads (far beyond any GPU's
-/// resident capacity) does not.
+/// default grid does with the real models' largest layer memory (1.7B talker: inter 6144), and a
+/// grid of 16384 workgroups of 256 threads (far beyond any GPU's resident capacity) does not.
 #[test]
 fn grid_residency_check_tells_resident_grids_apart() {
     let gpu = Gpu::new();
-    assert!(grid_is_resident(&gpu.ctx, 1).unwrap());
+    let heads = Heads { n_heads: 16, n_kv_heads: 8, head_dim: 128 };
+    let largest = workgroup_bytes(heads, 2048, 6144);
+    assert!(grid_is_resident(&gpu.ctx, 1, largest).unwrap());
     if !gpu.ctx.is_cpu() {
-        assert!(grid_is_resident(&gpu.ctx, 128).unwrap(), "128 workgroups not resident at once");
-        assert!(!grid_is_resident(&gpu.ctx, 1 << 14).unwrap(), "16384 workgroups reported resident");
+        assert!(grid_is_resident(&gpu.ctx, 128, largest).unwrap(), "128 workgroups not resident at once");
+        assert!(!grid_is_resident(&gpu.ctx, 1 << 14, 16).unwrap(), "16384 workgroups reported resident");
     }
 }
