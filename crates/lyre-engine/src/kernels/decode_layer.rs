@@ -16,6 +16,7 @@ pub const SOURCE: KernelSource = KernelSource {
     name: "decode_layer",
     wgsl: concat!(
         include_str!("descriptors.wgsl"),
+        include_str!("bf16.wgsl"),
         include_str!("qk_norm_weights.wgsl"),
         include_str!("attention_merge_sg.wgsl"),
         include_str!("attention_rope_head_sg.wgsl"),
@@ -55,10 +56,16 @@ pub struct GridSync<'a> {
     pub counter: &'a wgpu::Buffer,
 }
 
-/// Workgroup memory of the layer kernel for these sizes: its input vector (the widest of
-/// hidden, q width and inter) and attention_merge_sg.wgsl's arrays and the sums.
+/// The longest input vector of the layer's phases (hidden, q width, inter): the length of the
+/// kernel's workgroup copy of it.
+fn widest_input(heads: Heads, hidden: u32, inter: u32) -> u32 {
+    hidden.max(heads.q_width()).max(inter)
+}
+
+/// Workgroup memory of the layer kernel for these sizes: its input vector and
+/// attention_merge_sg.wgsl's arrays and the sums.
 pub fn workgroup_bytes(heads: Heads, hidden: u32, inter: u32) -> u32 {
-    hidden.max(heads.q_width()).max(inter) * 4 + FIXED_WORKGROUP_BYTES
+    widest_input(heads, hidden, inter) * 4 + FIXED_WORKGROUP_BYTES
 }
 
 /// Workgroups for the persistent kernels on this adapter ([`grid_size`] with `LYRE_PERSISTENT`),
@@ -120,8 +127,7 @@ pub struct DecodeLayer<'a> {
 impl DecodeLayer<'_> {
     /// The dispatch, or `None` where the adapter or the shapes do not allow it: no subgroups of
     /// one size, a head size attend_head cannot split, hidden not a multiple of 8 or the q width
-    /// and inter not multiples of 16, too little
-    /// workgroup memory or too few storage bindings.
+    /// and inter not multiples of 16, too little workgroup memory or too few storage bindings.
     pub fn build(&self, env: &Env) -> Option<Dispatch> {
         let ctx = env.ctx;
         let size = ctx.fixed_subgroup_size()?;
@@ -155,7 +161,7 @@ impl DecodeLayer<'_> {
             groups: self.sync.groups,
             _pad: [0; 2],
         };
-        let widest = self.hidden.max(h.q_width()).max(self.inter);
+        let widest = widest_input(h, self.hidden, self.inter);
         let pipeline = env.ctx.pipeline(
             SOURCE,
             &[("SG", size as f64), ("DPL", (h.head_dim / size) as f64), ("VEC4S", (widest / 4) as f64)],

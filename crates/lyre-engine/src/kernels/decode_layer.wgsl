@@ -79,12 +79,6 @@ fn store_out(i: u32, v: f32) {
     atomicStore(&attn[i], bitcast<u32>(v));
 }
 
-fn bf16x4(v: vec2<u32>) -> vec4<f32> {
-    return vec4<f32>(
-        bitcast<f32>(v.x << 16u), bitcast<f32>(v.x & 0xffff0000u),
-        bitcast<f32>(v.y << 16u), bitcast<f32>(v.y & 0xffff0000u));
-}
-
 fn weight(which: u32, i: u32) -> vec4<u32> {
     switch which {
         case 0u: { return w_qkv[i]; }

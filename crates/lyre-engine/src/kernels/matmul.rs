@@ -11,6 +11,7 @@ use crate::gpu::{Alternative, Dispatch, Extent, GpuContext, Grid, KernelSource, 
 pub const SOURCE: KernelSource = KernelSource {
     name: "matmul_bf16",
     wgsl: concat!(
+        include_str!("bf16.wgsl"),
         include_str!("matmul_common.wgsl"),
         include_str!("matmul_weights4.wgsl"),
         include_str!("matmul_bf16.wgsl")
@@ -19,6 +20,7 @@ pub const SOURCE: KernelSource = KernelSource {
 pub const SOURCE_SUBGROUP: KernelSource = KernelSource {
     name: "matmul_bf16_sg",
     wgsl: concat!(
+        include_str!("bf16.wgsl"),
         include_str!("matmul_common.wgsl"),
         include_str!("matmul_weights4.wgsl"),
         include_str!("matmul_bf16_sg.wgsl")
@@ -28,6 +30,7 @@ pub const SOURCE_SUBGROUP: KernelSource = KernelSource {
 pub const SOURCE_VEC: KernelSource = KernelSource {
     name: "matmul_bf16_vec",
     wgsl: concat!(
+        include_str!("bf16.wgsl"),
         include_str!("matmul_common.wgsl"),
         include_str!("matmul_weights8.wgsl"),
         include_str!("matmul_bf16_vec.wgsl")

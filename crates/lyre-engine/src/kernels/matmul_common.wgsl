@@ -1,5 +1,5 @@
-// Parameters, bindings and bf16 helpers shared by the matmul kernels (prepended to each; the
-// weight and gamma bindings come from matmul_weights4.wgsl or the kernel itself):
+// Parameters, bindings and bf16 helpers shared by the matmul kernels (prepended to each, after
+// bf16.wgsl; the weight and gamma bindings come from matmul_weights4.wgsl or the kernel itself):
 // y[r, n] (+)= act(bias[n] + sum_k in(x)[r, k] * w[n, k]); w, bias and gamma are bf16, two per u32.
 //
 // INPUT selects what the kernel reads as its input row (an override, so each mode is its own
@@ -34,12 +34,6 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<u32>;
 @group(0) @binding(4) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> y: array<f32>;
-
-fn bf16x4(v: vec2<u32>) -> vec4<f32> {
-    return vec4<f32>(
-        bitcast<f32>(v.x << 16u), bitcast<f32>(v.x & 0xffff0000u),
-        bitcast<f32>(v.y << 16u), bitcast<f32>(v.y & 0xffff0000u));
-}
 
 fn bias_at(i: u32) -> f32 {
     let word = bias[i / 2u];

@@ -16,6 +16,7 @@ use crate::gpu::{Dispatch, Extent, Grid, KernelSource};
 pub const SOURCE: KernelSource = KernelSource {
     name: "matmul_bf16_few_rows",
     wgsl: concat!(
+        include_str!("bf16.wgsl"),
         include_str!("matmul_common.wgsl"),
         include_str!("matmul_weights8.wgsl"),
         include_str!("matmul_bf16_few_rows.wgsl")

@@ -16,6 +16,7 @@ use crate::gpu::{Dispatch, Extent, GpuContext, Grid, KernelSource};
 pub const SOURCE: KernelSource = KernelSource {
     name: "matmul_bf16_gemm",
     wgsl: concat!(
+        include_str!("bf16.wgsl"),
         include_str!("matmul_common.wgsl"),
         include_str!("matmul_weights4.wgsl"),
         include_str!("gemm_tile.wgsl"),
@@ -27,6 +28,7 @@ pub const SOURCE_COOP: KernelSource = KernelSource {
     name: "matmul_bf16_gemm_coop",
     wgsl: concat!(
         include_str!("coop_tile.wgsl"),
+        include_str!("bf16.wgsl"),
         include_str!("matmul_common.wgsl"),
         include_str!("matmul_weights4.wgsl"),
         include_str!("matmul_bf16_gemm.wgsl")
@@ -35,6 +37,7 @@ pub const SOURCE_COOP: KernelSource = KernelSource {
 pub const SOURCE_REDUCE: KernelSource = KernelSource {
     name: "matmul_split_reduce",
     wgsl: concat!(
+        include_str!("bf16.wgsl"),
         include_str!("matmul_common.wgsl"),
         include_str!("matmul_weights4.wgsl"),
         include_str!("matmul_split_reduce.wgsl")

@@ -188,8 +188,12 @@ impl StackRun<'_> {
         Ok(out)
     }
 
-    /// Layer `l` as one persistent dispatch, where the adapter runs it.
+    /// Layer `l` as one persistent dispatch, where the adapter runs it and the stack's row count
+    /// can be one (not the code predictor's first step, two rows per session).
     fn decode_layer(&self, env: &Env, w: &LayerWeights, l: usize) -> Option<Dispatch> {
+        if !matches!(self.rows, RowCount::Sessions | RowCount::Talker) {
+            return None;
+        }
         let s = self.shape;
         DecodeLayer {
             label: &format!("{}.{l}.layer", self.label),
