@@ -167,6 +167,22 @@ def test_a_failed_gpu_tick_errors_its_sessions_and_the_worker_recovers():
         assert s.stop() == 0
 
 
+def test_a_grid_that_loses_a_barrier_is_caught_by_the_warm_up_and_never_reaches_a_client():
+    """LYRE_DEBUG_GRID_FAULT=1: the persistent layers' barriers give up, as on a GPU that cannot
+    run their grid at once. The warm-up frame's tick catches it, the engine switches to separate
+    dispatches, and every client session then runs to its end."""
+    s = Server(env={"LYRE_DEBUG_GRID_FAULT": "1"})
+    try:
+        assert httpx.get(s.url + "/readyz").status_code == 200
+        summary = asyncio.run(loadgen.run(s.url, ws=2, http=1, frames=5))
+        assert summary["failed"] == 0, summary["failures"]
+        assert any("DEBUG fault injection" in line for line in s.log)
+        assert any("grid barrier gave up" in line for line in s.log), "the engine saw the lost barrier"
+        no_panics(s)
+    finally:
+        assert s.stop() == 0
+
+
 def test_full_queue_answers_429_with_retry_after_at_once_never_a_timeout():
     s = Server(env={"LYRE_ENGINE_MAX_SESSIONS": "2", "LYRE_ENGINE_MAX_QUEUE": "2"})
     try:

@@ -44,6 +44,9 @@ pub struct EngineOptions {
     pub profile: bool,
     /// With `profile`: time every dispatch (slower; finds the expensive kernels).
     pub profile_dispatches: bool,
+    /// Fault injection (tests): the persistent layers wait for one workgroup more than they
+    /// launch, so their barriers give up, as on a GPU that cannot run the whole grid at once.
+    pub inject_grid_fault: bool,
 }
 
 impl Default for EngineOptions {
@@ -55,6 +58,7 @@ impl Default for EngineOptions {
             capture_logits: false,
             profile: false,
             profile_dispatches: false,
+            inject_grid_fault: false,
         }
     }
 }
@@ -125,6 +129,8 @@ pub struct Engine {
     pipeline: bool,
     in_flight: Option<tick::InFlight>,
     next_readback: usize,
+    /// Grid barrier waits that gave up, as of the last tick read.
+    grid_give_ups: u32,
     sessions: BTreeMap<SessionId, Session>,
     free_slots: Vec<u32>,
     next_id: SessionId,
@@ -158,7 +164,7 @@ impl Engine {
             opts.max_sessions,
             opts.max_positions,
         )?;
-        let plan = TickPlan::new(&gpu, &talker, &cp, &decoder, ids, limits)?;
+        let plan = TickPlan::new(&gpu, &talker, &cp, &decoder, ids, limits, opts.inject_grid_fault)?;
         let reference = ReferencePlan::new(&gpu, &talker, &cp, &decoder, limits.max_rows)?;
         let role = model.tokenizer.assistant_text_ids("")?;
         let role_ids = [role[0], role[1], role[2]];
@@ -181,6 +187,7 @@ impl Engine {
             pipeline: !matches!(std::env::var("LYRE_PIPELINE").as_deref(), Ok("0" | "off" | "false")),
             in_flight: None,
             next_readback: 0,
+            grid_give_ups: 0,
             sessions: BTreeMap::new(),
             free_slots: (0..opts.max_sessions as u32).rev().collect(),
             next_id: 1,

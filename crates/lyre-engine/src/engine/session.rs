@@ -23,6 +23,9 @@ pub enum FinishReason {
     /// Streamed text ended without a single token.
     EmptyText,
     Cancelled,
+    /// The GPU's results for this session's last frame could not be trusted (a persistent
+    /// layer's grid barrier gave up); the engine switched to separate dispatches.
+    GpuFault,
 }
 
 /// What the talker reads next for this session.

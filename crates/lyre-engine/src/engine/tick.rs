@@ -89,7 +89,10 @@ fn launch(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<Option<I
 
 /// Waits for a submitted tick and turns its codes into frames and finishes.
 fn complete(engine: &mut Engine, t: InFlight, outputs: &mut Vec<StepOutput>) -> Result<()> {
-    let (codes, pcm) = read_results(engine, &t)?;
+    let (codes, pcm, give_ups) = read_results(engine, &t)?;
+    if give_ups != engine.grid_give_ups {
+        return fail_grid_tick(engine, &t, give_ups, outputs);
+    }
     let spf = engine.decoder.samples_per_frame();
     let logits = if engine.opts.capture_logits { Some(read_logits(engine, t.members.len())?) } else { None };
     let eos = engine.model.config.talker_config.codec_eos_token_id;
@@ -116,6 +119,40 @@ fn complete(engine: &mut Engine, t: InFlight, outputs: &mut Vec<StepOutput>) -> 
             }
         }
         outputs.push(out);
+    }
+    finish_sessions(engine, &outputs[first..]);
+    Ok(())
+}
+
+/// A tick in which a persistent layer's barrier gave up: some workgroups ran ahead of the
+/// others, so its sessions' results (and the cache rows it wrote) are wrong. They end with
+/// [`FinishReason::GpuFault`], and every later tick runs the layers as separate dispatches.
+fn fail_grid_tick(
+    engine: &mut Engine,
+    t: &InFlight,
+    give_ups: u32,
+    outputs: &mut Vec<StepOutput>,
+) -> Result<()> {
+    let waits = give_ups.wrapping_sub(engine.grid_give_ups);
+    engine.grid_give_ups = give_ups;
+    let left = engine.plan.leave_persistent();
+    tracing::error!(
+        waits,
+        sessions = t.members.len(),
+        dispatches = left,
+        "grid barrier gave up: the persistent layers' workgroups did not all run at once; their \
+         sessions end with a GPU fault and the layers run as separate dispatches from now on"
+    );
+    let first = outputs.len();
+    for &(id, _, _) in &t.members {
+        if engine.sessions.contains_key(&id) {
+            outputs.push(StepOutput {
+                id,
+                frame: None,
+                finished: Some(FinishReason::GpuFault),
+                logits: None,
+            });
+        }
     }
     finish_sessions(engine, &outputs[first..]);
     Ok(())
@@ -216,12 +253,14 @@ fn submit(engine: &mut Engine, t: &TickInput, rb: usize) -> Result<wgpu::Submiss
     let code_bytes = (m * 16 * 4) as u64;
     let pcm_bytes = (m * engine.decoder.samples_per_frame() * 4) as u64;
     plan.readbacks[rb].copy_from_at(&mut encoder, &plan.codes, 0, code_bytes);
+    plan.readbacks[rb].copy_from_at(&mut encoder, &plan.grid_sync, plan.grid_sync_offset, 16);
     plan.readbacks[rb].copy_from_at(&mut encoder, engine.decoder.pcm(), plan.pcm_offset, pcm_bytes);
     Ok(q.submit(Some(encoder.finish())))
 }
 
-/// Waits for a tick's submission and reads its codes and samples (and its GPU profile).
-fn read_results(engine: &mut Engine, t: &InFlight) -> Result<(Vec<u32>, Vec<f32>)> {
+/// Waits for a tick's submission and reads its codes and samples, the grid barrier waits that
+/// gave up so far (and its GPU profile).
+fn read_results(engine: &mut Engine, t: &InFlight) -> Result<(Vec<u32>, Vec<f32>, u32)> {
     let m = t.members.len();
     let code_bytes = m * 16 * 4;
     let pcm_bytes = (m * engine.decoder.samples_per_frame() * 4) as u64;
@@ -233,11 +272,13 @@ fn read_results(engine: &mut Engine, t: &InFlight) -> Result<(Vec<u32>, Vec<f32>
     )?;
     let codes = bytemuck::pod_collect_to_vec(&raw[..code_bytes]);
     let pcm = bytemuck::pod_collect_to_vec(&raw[plan.pcm_offset as usize..]);
+    let at = plan.grid_sync_offset as usize + 4;
+    let give_ups = u32::from_le_bytes(raw[at..at + 4].try_into().expect("four bytes"));
     engine.last_profile = match (&engine.profiler, t.profiled) {
         (Some(p), true) => Some(p.read(&engine.gpu)?),
         _ => None,
     };
-    Ok((codes, pcm))
+    Ok((codes, pcm, give_ups))
 }
 
 fn read_logits(engine: &Engine, m: usize) -> Result<Vec<FrameLogits>> {

@@ -65,7 +65,11 @@ pub struct TickPlan {
     /// One staging buffer for the tick's results: codes at 0, PCM at `pcm_offset`.
     /// Two, so one tick's results can be read while the next tick runs.
     pub readbacks: [Readback; 2],
+    /// Where the grid barriers' counters (arrivals, waits that gave up) sit in a readback.
+    pub grid_sync_offset: u64,
     pub pcm_offset: u64,
+    /// The persistent layers' barrier counters.
+    pub grid_sync: wgpu::Buffer,
     // Kept alive for the bind groups.
     _keep: Vec<wgpu::Buffer>,
     _cp: StackBuffers,
@@ -103,6 +107,7 @@ impl TickPlan {
         decoder: &CodecDecoder,
         ids: CodecIds,
         limits: PlanLimits,
+        grid_fault: bool,
     ) -> Result<Self> {
         let (rows, ms) = (limits.max_rows, limits.max_sessions);
         let ts = &talker.shape;
@@ -153,7 +158,9 @@ impl TickPlan {
             workgroup_bytes(s.heads, s.hidden as u32, s.inter as u32)
         };
         let groups = persistent_groups(ctx, layer_bytes(ts).max(layer_bytes(cps)));
-        let grid = Some(GridSync { groups, counter: &grid_counter });
+        // Fault injection: two workgroups waited for, one launched.
+        let (groups, held_back) = if grid_fault { (2, 1) } else { (groups, 0) };
+        let grid = Some(GridSync { groups, counter: &grid_counter, held_back });
 
         let env = Env { ctx, counts: &counts, dummy: &dummy, scratch: &scratch, partials: &partials };
         let mut d: Vec<Dispatch> = Vec::new();
@@ -291,13 +298,14 @@ impl TickPlan {
         // 6. The codec decoder: one frame of audio per session.
         d.extend(decoder.build_frame(&env, &codes, &decoder_sessions)?);
 
-        let pcm_offset = (ms * 16 * 4).next_multiple_of(256) as u64;
+        let grid_sync_offset = (ms * 16 * 4) as u64;
+        let pcm_offset = (grid_sync_offset + 16).next_multiple_of(256);
         let readback_bytes = pcm_offset + (ms * decoder.samples_per_frame() * 4) as u64;
         let readbacks = [
             Readback::new(ctx, "tick.readback.0", readback_bytes),
             Readback::new(ctx, "tick.readback.1", readback_bytes),
         ];
-        let mut keep = vec![text_emb, text_h, tp, last, grid_counter];
+        let mut keep = vec![text_emb, text_h, tp, last];
         keep.extend(cp_in);
         keep.extend(cp_rows);
         Ok(TickPlan {
@@ -324,7 +332,9 @@ impl TickPlan {
                 code_predictor: code_predictor_end,
             },
             readbacks,
+            grid_sync_offset,
             pcm_offset,
+            grid_sync: grid_counter,
             _keep: keep,
             _cp: cp_bufs,
             _cp_kv: cp_kv,
@@ -333,6 +343,12 @@ impl TickPlan {
             scratch,
             partials,
         })
+    }
+
+    /// From now on every tick runs the layers as separate dispatches. Returns how many
+    /// persistent dispatches there were.
+    pub fn leave_persistent(&mut self) -> usize {
+        self.dispatches.iter_mut().map(|d| d.leave_persistent()).filter(|&was| was).count()
     }
 
     pub fn env<'a>(&'a self, ctx: &'a GpuContext) -> Env<'a> {

@@ -51,6 +51,9 @@ impl RowCount {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Extent {
     Fixed(u32),
+    /// A persistent grid of this many workgroups, which meet at grid-wide barriers and so must
+    /// all run at once. [`Dispatch::leave_persistent`] replaces it with its alternative.
+    Persistent(u32),
     /// `ceil(count / per_group)` workgroups.
     Rows {
         count: RowCount,
@@ -72,7 +75,7 @@ impl Extent {
 
     fn resolve(self, c: &RowCounts) -> u32 {
         match self {
-            Extent::Fixed(n) => n,
+            Extent::Fixed(n) | Extent::Persistent(n) => n,
             Extent::Rows { count, per_group } => count.resolve(c).div_ceil(per_group),
             Extent::RowsTimes { count, times, per_group } => (count.resolve(c) * times).div_ceil(per_group),
         }
@@ -139,6 +142,20 @@ impl Dispatch {
     pub fn add_alternative(&mut self, alt: Alternative) {
         let at = self.alternatives.iter().position(|a| a.min_rows < alt.min_rows);
         self.alternatives.insert(at.unwrap_or(self.alternatives.len()), alt);
+    }
+
+    /// Where this dispatch is a persistent grid, its last alternative (the one for the fewest
+    /// rows) applies from now on to every tick; the others keep theirs. Returns whether it was
+    /// one. For when a grid barrier gave up: the grid did not run all at once.
+    pub fn leave_persistent(&mut self) -> bool {
+        if !matches!(self.grid.x, Extent::Persistent(_)) {
+            return false;
+        }
+        match self.alternatives.last_mut() {
+            Some(alt) => alt.min_rows = 0,
+            None => self.grid = Grid::new(Extent::Fixed(0), Extent::Fixed(0)),
+        }
+        true
     }
 
     /// Records this dispatch (or the alternative the tick's rows select) into `pass`; a grid

@@ -228,7 +228,7 @@ struct DefaultTiling {
 /// [`MIN_SLICE`] channel groups per tap, up to `max` slices.
 fn k_split(grid: &Grid, cin4: u32, max: u32) -> u32 {
     let fixed = |e: Extent| match e {
-        Extent::Fixed(n) => n,
+        Extent::Fixed(n) | Extent::Persistent(n) => n,
         Extent::Rows { .. } | Extent::RowsTimes { .. } => 1,
     };
     let threads = fixed(grid.x) * fixed(grid.z) * WORKGROUP;

@@ -19,7 +19,9 @@
 // vec4s of the widest input vector (hidden, q width, inter).
 override VEC4S: u32 = 256u;
 
-const SPIN_LIMIT: u32 = 1048576u;
+// The barrier's wait: 16 rounds of 65536 loads of the counter, then it gives up.
+const SPIN_ROUNDS: u32 = 16u;
+const SPINS_PER_ROUND: u32 = 65536u;
 
 struct Params {
     n_heads: u32,
@@ -151,17 +153,22 @@ fn grid_barrier(t: u32) {
     if (p.groups > 1u && t == 0u) {
         let arrived = atomicAdd(&sync[0], 1u);
         let release = (arrived & ~(p.groups - 1u)) + p.groups;
-        var spins = 0u;
-        // Until the counter reaches `release`, in wrapping arithmetic.
-        while (atomicLoad(&sync[0]) - release >= 0x80000000u) {
-            spins++;
-            if (spins == SPIN_LIMIT) {
-                atomicAdd(&sync[1], 1u);
-                break;
+        // Until the counter reaches `release`, in wrapping arithmetic. lavapipe ends any loop
+        // after 65535 iterations (llvmpipe's loop limiter), so the wait is an outer loop of
+        // inner ones, and whether it was released is checked after it, not assumed.
+        for (var outer = 0u; outer < SPIN_ROUNDS && !released(release); outer++) {
+            for (var spins = 0u; spins < SPINS_PER_ROUND && !released(release); spins++) {
             }
+        }
+        if (!released(release)) {
+            atomicAdd(&sync[1], 1u);
         }
     }
     storageBarrier();
+}
+
+fn released(release: u32) -> bool {
+    return atomicLoad(&sync[0]) - release < 0x80000000u;
 }
 
 @compute @workgroup_size(256)

@@ -79,10 +79,14 @@ fn exact_frames(case: &str, r: &Refs, got: &[[u16; 16]], want: &[[u16; 16]]) -> 
 }
 
 fn check_case(fixture_name: &str, case: &str) -> bool {
-    let mut engine = engine(fixture_name, 2);
-    let Some(req) = case_request(fixture_name, case, &engine) else { return false };
+    check_case_on(&mut engine(fixture_name, 2), fixture_name, case)
+}
+
+/// Runs `case` alone on `engine` (which captures logits) and checks it against the reference.
+pub fn check_case_on(engine: &mut Engine, fixture_name: &str, case: &str) -> bool {
+    let Some(req) = case_request(fixture_name, case, engine) else { return false };
     let r = Refs::open(fixture_name, case);
-    let Run { codes, pcm, talker, code_predictor: cp, reason } = run_alone(&mut engine, req);
+    let Run { codes, pcm, talker, code_predictor: cp, reason } = run_alone(engine, req);
     let want = ref_codes(&r);
     let n = exact_frames(case, &r, &codes, &want);
     let hit_eos = meta(fixture_name, case)["hit_eos"] == true;

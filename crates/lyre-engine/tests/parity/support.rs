@@ -28,15 +28,23 @@ pub fn engine(name: &str, max_sessions: usize) -> Engine {
 
 /// An engine that captures logits or not (capturing turns tick pipelining off).
 pub fn engine_with(name: &str, max_sessions: usize, capture_logits: bool) -> Engine {
-    let model = Arc::new(ModelDir::open(fixture(name)).expect("fixture loads"));
-    let opts = EngineOptions {
+    engine_from(name, options(max_sessions, capture_logits))
+}
+
+pub fn options(max_sessions: usize, capture_logits: bool) -> EngineOptions {
+    EngineOptions {
         max_sessions,
         max_positions: 256,
         max_rows_per_tick: 128,
         capture_logits,
         profile: false,
         profile_dispatches: false,
-    };
+        inject_grid_fault: false,
+    }
+}
+
+pub fn engine_from(name: &str, opts: EngineOptions) -> Engine {
+    let model = Arc::new(ModelDir::open(fixture(name)).expect("fixture loads"));
     Engine::new(gpu(), model, opts).expect("engine")
 }
 

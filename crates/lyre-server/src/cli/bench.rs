@@ -82,6 +82,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         capture_logits: false,
         profile: true,
         profile_dispatches: args.profile_dispatches,
+        inject_grid_fault: false,
     };
     let mut engine = Engine::new(gpu.clone(), model.clone(), opts)?;
     let timing = if gpu.has_timestamps_in_passes() { "gpu-timestamps" } else { "wall" };

@@ -149,6 +149,19 @@ fn debug_fail_tick() -> anyhow::Result<Option<u64>> {
     Ok(Some(n))
 }
 
+/// `LYRE_DEBUG_GRID_FAULT=1`: a debug knob for fault-injection tests: the persistent layers'
+/// barriers give up (as on a GPU that cannot run their grid at once), so the sessions of that
+/// tick end with a GPU error and the engine falls back to separate dispatches.
+fn debug_grid_fault() -> bool {
+    let on = matches!(std::env::var("LYRE_DEBUG_GRID_FAULT").as_deref(), Ok("1" | "true" | "on"));
+    if on {
+        tracing::warn!(
+            "DEBUG fault injection on: persistent layers will lose a barrier (LYRE_DEBUG_GRID_FAULT)"
+        );
+    }
+    on
+}
+
 fn make_engine(model: Arc<ModelDir>, cfg: &ServerConfig, allow_cpu: bool) -> anyhow::Result<Engine> {
     let gpu = GpuContext::new(&GpuOptions::from_env())?;
     if gpu.is_cpu() && !allow_cpu {
@@ -166,6 +179,7 @@ fn make_engine(model: Arc<ModelDir>, cfg: &ServerConfig, allow_cpu: bool) -> any
         capture_logits: false,
         profile: false,
         profile_dispatches: false,
+        inject_grid_fault: debug_grid_fault(),
     };
     Ok(Engine::new(Arc::new(gpu), model, opts)?)
 }

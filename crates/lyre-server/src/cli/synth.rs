@@ -110,6 +110,7 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
         capture_logits: false,
         profile: false,
         profile_dispatches: false,
+        inject_grid_fault: false,
     };
     let mut engine = Engine::new(gpu, model, opts)?;
     let mode = if args.streaming_text { TextMode::Streaming } else { TextMode::NonStreaming };

@@ -66,6 +66,7 @@ pub fn finish_reason_str(r: &FinishReason) -> &'static str {
         FinishReason::ContextFull => "context_full",
         FinishReason::EmptyText => "empty_text",
         FinishReason::Cancelled => "cancelled",
+        FinishReason::GpuFault => "gpu_fault",
     }
 }
 

@@ -301,6 +301,15 @@ impl Worker {
             }
         }
         if let Some(reason) = out.finished {
+            if reason == FinishReason::GpuFault {
+                let failure = Failure::new(
+                    503,
+                    "gpu_error",
+                    "the GPU's results for this stream could not be trusted (a persistent layer's \
+                     barrier gave up); the server now runs the safer kernels, so a retry succeeds",
+                );
+                return self.fail(sid, failure);
+            }
             let live = self.live.remove(&sid).expect("present above");
             self.by_engine_id.remove(&out.id);
             let elapsed_ms = live.received.elapsed().as_secs_f64() * 1e3;

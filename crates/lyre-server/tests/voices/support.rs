@@ -69,6 +69,7 @@ fn worker(model_dir: &Path, cfg: &ServerConfig) -> Worker {
             capture_logits: false,
             profile: false,
             profile_dispatches: false,
+            inject_grid_fault: false,
         };
         Ok(Engine::new(gpu, engine_model, opts)?)
     };
