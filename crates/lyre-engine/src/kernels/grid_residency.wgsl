@@ -32,13 +32,12 @@ fn main(@builtin(local_invocation_index) t: u32) {
     }
     if (t == 0u) {
         atomicAdd(&state[0], 1u);
-        var spins = 0u;
-        while (atomicLoad(&state[0]) < p.groups) {
-            spins++;
-            if (spins == p.spin_limit) {
-                atomicAdd(&state[1], 1u);
-                break;
-            }
+        // Whether all arrived is checked after the wait, not assumed from how it ended: lavapipe
+        // ends any loop after 65535 iterations (llvmpipe's loop limiter).
+        for (var spins = 0u; spins < p.spin_limit && atomicLoad(&state[0]) < p.groups; spins++) {
+        }
+        if (atomicLoad(&state[0]) < p.groups) {
+            atomicAdd(&state[1], 1u);
         }
     }
 }
