@@ -1,6 +1,8 @@
 //! GPU time per part of a tick (talker, code predictor, sampling, codec decoder), from
 //! timestamps written inside the tick's compute pass where the adapter supports it.
 
+use std::sync::Mutex;
+
 use super::tick_plan::TickPlan;
 use crate::error::Result;
 use crate::gpu::{Dispatch, GpuContext, Readback, RowCounts};
@@ -31,13 +33,16 @@ impl TickProfile {
     }
 }
 
-/// Timestamp queries at every change of [`Part`] along the dispatch list (or, per dispatch,
-/// before every dispatch).
+/// Per-dispatch timing: the part of each top-level dispatch, and the label and part of each
+/// dispatch the last tick recorded (an alternative's own, not the one it stands in for).
+type PerDispatch = (Vec<Part>, Mutex<Vec<(String, Part)>>);
+
+/// Timestamp queries at every change of [`Part`] along the dispatch list, or before every
+/// dispatch that records.
 pub struct Profiler {
     /// `(first dispatch, part)` of each run of dispatches timed together.
     segments: Vec<(usize, Part)>,
-    /// Dispatch labels per segment when every dispatch is its own segment.
-    labels: Option<Vec<String>>,
+    per_dispatch: Option<PerDispatch>,
     queries: wgpu::QuerySet,
     resolved: wgpu::Buffer,
     readback: Readback,
@@ -51,13 +56,16 @@ impl Profiler {
         if !ctx.features.contains(needed) {
             return None;
         }
-        let mut segments = segments(plan);
-        let mut labels = None;
-        if per_dispatch && plan.dispatches.len() < 4000 {
-            segments = plan.dispatches.iter().enumerate().map(|(i, d)| (i, part_of(plan, i, d))).collect();
-            labels = Some(plan.dispatches.iter().map(|d| d.label.clone()).collect());
-        }
-        let count = segments.len() as u32 + 1;
+        let segments = segments(plan);
+        let most = plan.dispatches.iter().map(Dispatch::count_all).sum::<usize>();
+        let per_dispatch = (per_dispatch && most < 4000).then(|| {
+            let parts = plan.dispatches.iter().enumerate().map(|(i, d)| part_of(plan, i, d)).collect();
+            (parts, Mutex::new(Vec::new()))
+        });
+        let count = match per_dispatch {
+            Some(_) => most as u32 + 1,
+            None => segments.len() as u32 + 1,
+        };
         let queries = ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
             label: Some("tick.timestamps"),
             ty: wgpu::QueryType::Timestamp,
@@ -72,7 +80,7 @@ impl Profiler {
         let readback = Readback::new(ctx, "tick.timestamps.readback", count as u64 * 8);
         Some(Profiler {
             segments,
-            labels,
+            per_dispatch,
             queries,
             resolved,
             readback,
@@ -80,8 +88,22 @@ impl Profiler {
         })
     }
 
-    /// Records the dispatches with a timestamp before each segment and after the last.
+    /// Records the dispatches with a timestamp before each segment (or each dispatch that
+    /// records) and after the last.
     pub fn record(&self, dispatches: &[Dispatch], pass: &mut wgpu::ComputePass<'_>, counts: &RowCounts) {
+        if let Some((parts, ran)) = &self.per_dispatch {
+            let mut ran = ran.lock().expect("profiler labels");
+            ran.clear();
+            for (d, &part) in dispatches.iter().zip(parts) {
+                d.for_each_selected(counts, &mut |one| {
+                    pass.write_timestamp(&self.queries, ran.len() as u32);
+                    one.record(pass, counts);
+                    ran.push((one.label.clone(), part));
+                });
+            }
+            pass.write_timestamp(&self.queries, ran.len() as u32);
+            return;
+        }
         for (k, &(start, _)) in self.segments.iter().enumerate() {
             let end = self.segments.get(k + 1).map_or(dispatches.len(), |s| s.0);
             pass.write_timestamp(&self.queries, k as u32);
@@ -92,34 +114,45 @@ impl Profiler {
         pass.write_timestamp(&self.queries, self.segments.len() as u32);
     }
 
+    /// Timestamps the last [`Profiler::record`] wrote.
+    fn written(&self) -> usize {
+        match &self.per_dispatch {
+            Some((_, ran)) => ran.lock().expect("profiler labels").len() + 1,
+            None => self.segments.len() + 1,
+        }
+    }
+
     /// After the pass: copies the timestamps towards the host.
     pub fn resolve(&self, encoder: &mut wgpu::CommandEncoder) {
-        let n = self.segments.len() as u32 + 1;
+        let n = self.written() as u32;
         encoder.resolve_query_set(&self.queries, 0..n, &self.resolved, 0);
         self.readback.copy_from(encoder, &self.resolved, n as u64 * 8);
     }
 
     /// After the submit: the time of each part.
     pub fn read(&self, ctx: &GpuContext) -> Result<TickProfile> {
-        let n = self.segments.len() + 1;
-        let raw = self.readback.read(ctx, n as u64 * 8)?;
+        let raw = self.readback.read(ctx, self.written() as u64 * 8)?;
         let ts: Vec<u64> = bytemuck::pod_collect_to_vec(&raw);
+        let ms = |k: usize| ts[k + 1].saturating_sub(ts[k]) as f64 * self.period_ns / 1e6;
         let mut p = TickProfile::default();
-        if let Some(labels) = &self.labels {
-            for (k, label) in labels.iter().enumerate() {
-                let ms = ts[k + 1].saturating_sub(ts[k]) as f64 * self.period_ns / 1e6;
-                let kind = dispatch_kind(label);
-                match p.by_kind.iter_mut().find(|(name, _, _)| *name == kind) {
-                    Some(entry) => {
-                        entry.1 += ms;
-                        entry.2 += 1;
+        let timed: Vec<(Part, f64)> = match &self.per_dispatch {
+            Some((_, ran)) => {
+                let ran = ran.lock().expect("profiler labels");
+                for (k, (label, _)) in ran.iter().enumerate() {
+                    let kind = dispatch_kind(label);
+                    match p.by_kind.iter_mut().find(|(name, _, _)| *name == kind) {
+                        Some(entry) => {
+                            entry.1 += ms(k);
+                            entry.2 += 1;
+                        }
+                        None => p.by_kind.push((kind, ms(k), 1)),
                     }
-                    None => p.by_kind.push((kind, ms, 1)),
                 }
+                ran.iter().enumerate().map(|(k, &(_, part))| (part, ms(k))).collect()
             }
-        }
-        for (k, &(_, part)) in self.segments.iter().enumerate() {
-            let ms = ts[k + 1].saturating_sub(ts[k]) as f64 * self.period_ns / 1e6;
+            None => self.segments.iter().enumerate().map(|(k, &(_, part))| (part, ms(k))).collect(),
+        };
+        for (part, ms) in timed {
             match part {
                 Part::Talker => p.talker_ms += ms,
                 Part::CodePredictor => p.code_predictor_ms += ms,

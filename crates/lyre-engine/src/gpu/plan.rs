@@ -158,22 +158,37 @@ impl Dispatch {
         true
     }
 
-    /// Records this dispatch (or the alternative the tick's rows select) into `pass`; a grid
-    /// with a zero dimension records nothing.
-    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, counts: &RowCounts) {
+    /// Calls `f` with each dispatch that records for these counts, in order: this one, or the
+    /// dispatches of the alternative the tick's rows select (recursively); none for a grid with
+    /// a zero dimension.
+    pub fn for_each_selected<'a>(&'a self, counts: &RowCounts, f: &mut impl FnMut(&'a Dispatch)) {
         if let Some(alt) = self.alternatives.iter().find(|a| a.rows.resolve(counts) >= a.min_rows) {
             for d in &alt.dispatches {
-                d.record(pass, counts);
+                d.for_each_selected(counts, f);
             }
             return;
         }
-        let [x, y, z] = self.grid.resolve(counts);
-        if x == 0 || y == 0 || z == 0 {
+        if self.grid.resolve(counts).contains(&0) {
             return;
         }
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &self.bind_group, &[]);
-        pass.dispatch_workgroups(x, y, z);
+        f(self);
+    }
+
+    /// Records this dispatch (or the alternative the tick's rows select) into `pass`; a grid
+    /// with a zero dimension records nothing.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, counts: &RowCounts) {
+        self.for_each_selected(counts, &mut |d| {
+            let [x, y, z] = d.grid.resolve(counts);
+            pass.set_pipeline(&d.pipeline);
+            pass.set_bind_group(0, &d.bind_group, &[]);
+            pass.dispatch_workgroups(x, y, z);
+        });
+    }
+
+    /// How many dispatches this one and all its alternatives hold: at least the number any tick
+    /// records.
+    pub fn count_all(&self) -> usize {
+        1 + self.alternatives.iter().flat_map(|a| &a.dispatches).map(Dispatch::count_all).sum::<usize>()
     }
 }
 

@@ -172,6 +172,55 @@ fn a_short_grid_gives_up_and_leaving_it_runs_separate_dispatches() {
     assert_eq!((left.k, left.v), (want.k, want.v));
 }
 
+/// Which dispatches a tick records (what `record` replays and per-dispatch profiles name): the
+/// persistent layers at one row, their five-dispatch alternatives from two rows, and those at
+/// one row too once the plan has left the grid.
+#[test]
+fn the_recorded_dispatches_follow_the_rows_and_leaving_the_grid() {
+    let gpu = Gpu::new();
+    let s = shape(gpu.ctx.fixed_subgroup_size().expect("an adapter with subgroups of one size"));
+    let layers = layer_weights(&gpu, &s, 5);
+    let ctx = &gpu.ctx;
+    let bufs = StackBuffers::new(ctx, "t", &s, 2).unwrap();
+    let kv = KvBuffers::new(ctx, "t.kv", &s, 2, 4).unwrap();
+    let rope = RopeTables::new(ctx, "t.rope", 4, s.heads.head_dim as usize, s.rope_theta).unwrap();
+    let (row_desc, counter) = (gpu.buf(&[0u32; 8]), gpu.buf(&[0u32; 4]));
+    let build = |grid| {
+        StackRun {
+            label: "t",
+            shape: &s,
+            layers: &layers,
+            bufs: &bufs,
+            kv: &kv,
+            rope: &rope,
+            row_desc: &row_desc,
+            rows: RowCount::Sessions,
+            grid,
+        }
+        .build(&gpu.env())
+        .unwrap()
+    };
+    let mut dispatches = build(Some(GridSync { groups: 1, counter: &counter, held_back: 0 }));
+    let without_grid = build(None);
+    let recorded = |dispatches: &[Dispatch], sessions: u32| {
+        let counts = RowCounts { talker_rows: sessions, sessions };
+        let mut labels = Vec::new();
+        for d in dispatches {
+            d.for_each_selected(&counts, &mut |one| labels.push(one.label.clone()));
+        }
+        labels
+    };
+    assert_eq!(recorded(&dispatches, 1), ["t.0.layer", "t.1.layer"]);
+    assert_eq!(recorded(&dispatches, 2), recorded(&without_grid, 2));
+    let separate = recorded(&without_grid, 1);
+    assert!(separate.len() >= 10 && separate.iter().all(|l| !l.ends_with(".layer")), "{separate:?}");
+    assert!(dispatches.iter().map(Dispatch::count_all).sum::<usize>() >= 2 + separate.len());
+    for d in &mut dispatches {
+        assert!(d.leave_persistent());
+    }
+    assert_eq!(recorded(&dispatches, 1), separate);
+}
+
 #[test]
 fn one_workgroup_matches_separate_dispatches() {
     check(1);
