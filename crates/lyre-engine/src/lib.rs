@@ -22,6 +22,6 @@ pub mod speaker_encoder;
 pub mod speech_encoder;
 
 pub use engine::{
-    Engine, EngineOptions, FinishReason, Frame, FrameLogits, SessionId, SessionRequest, StepOutput,
+    Engine, EngineOptions, FinishReason, Frame, FrameLogits, KvFormat, SessionId, SessionRequest, StepOutput,
     TextInput, TickProfile,
 };

@@ -59,11 +59,35 @@ pub struct EngineSection {
     pub max_queue: usize,
     pub max_positions: usize,
     pub max_rows_per_tick: usize,
+    /// The talker's KV cache: "f32" or "f16" (half the memory; needs shader-f16).
+    pub kv_cache: String,
 }
 
 impl Default for EngineSection {
     fn default() -> Self {
-        EngineSection { max_sessions: 32, max_queue: 64, max_positions: 4096, max_rows_per_tick: 1024 }
+        EngineSection {
+            max_sessions: 32,
+            max_queue: 64,
+            max_positions: 4096,
+            max_rows_per_tick: 1024,
+            kv_cache: "f32".into(),
+        }
+    }
+}
+
+impl EngineSection {
+    /// `kv_cache` as the engine's format.
+    pub fn kv_format(&self) -> anyhow::Result<lyre_engine::KvFormat> {
+        parse_kv_format(&self.kv_cache).map_err(|e| anyhow!("engine.kv_cache: {e}"))
+    }
+}
+
+/// "f32" or "f16" (for `engine.kv_cache` and `lyre bench --kv-cache`).
+pub fn parse_kv_format(s: &str) -> Result<lyre_engine::KvFormat, String> {
+    match s {
+        "f32" => Ok(lyre_engine::KvFormat::F32),
+        "f16" => Ok(lyre_engine::KvFormat::F16),
+        other => Err(format!("`{other}` is not a KV-cache format; use f32 or f16")),
     }
 }
 
@@ -158,6 +182,7 @@ impl ServerConfig {
         if e.max_positions < 64 {
             bail!("engine.max_positions: must be at least 64, got {}", e.max_positions);
         }
+        e.kv_format()?;
         if e.max_rows_per_tick < 16 {
             bail!("engine.max_rows_per_tick: must be at least 16, got {}", e.max_rows_per_tick);
         }
@@ -277,6 +302,10 @@ mod tests {
         assert!(format!("{e:#}").contains("LYRE_ENGINE_MAX_SESSIONS"), "{e:#}");
         let e = ServerConfig::load(None, env(&[("LYRE_SERVER_LISTEN", "nowhere")])).unwrap_err();
         assert!(format!("{e:#}").contains("server.listen"), "{e:#}");
+        let e = ServerConfig::load(None, env(&[("LYRE_ENGINE_KV_CACHE", "bf16")])).unwrap_err();
+        assert!(format!("{e:#}").contains("engine.kv_cache") && format!("{e:#}").contains("f16"), "{e:#}");
+        let cfg = ServerConfig::load(None, env(&[("LYRE_ENGINE_KV_CACHE", "f16")])).unwrap();
+        assert_eq!(cfg.engine.kv_format().unwrap(), lyre_engine::KvFormat::F16);
         let dir = std::env::temp_dir().join(format!("lyre-cfg-{}.toml", std::process::id()));
         std::fs::write(&dir, "[engine]\nmax_sesions = 3\n").unwrap();
         let e = ServerConfig::load(Some(&dir), vec![]).unwrap_err();

@@ -18,7 +18,7 @@ use super::shape::DecoderShape;
 use super::weights::DecoderWeights;
 use crate::error::Result;
 use crate::gpu::GpuContext;
-use crate::kernels::qk_norm_rope::KvCache;
+use crate::kernels::qk_norm_rope::{KvCache, KvFormat};
 use crate::kernels::seq_view::{SeqLayout, SeqView};
 
 /// One conv input's history ring, `[slot][len][stride]` f32.
@@ -100,7 +100,7 @@ pub struct KvRing {
 
 impl KvRing {
     pub fn layer(&self, l: usize) -> KvCache<'_> {
-        KvCache { k: &self.k[l], v: &self.v[l], max_pos: self.len }
+        KvCache { k: &self.k[l], v: &self.v[l], max_pos: self.len, format: KvFormat::F32 }
     }
 }
 

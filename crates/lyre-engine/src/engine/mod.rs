@@ -19,6 +19,7 @@ use crate::checkpoint::ModelDir;
 use crate::codec::CodecDecoder;
 use crate::error::{EngineError, Result};
 use crate::gpu::GpuContext;
+pub use crate::kernels::qk_norm_rope::KvFormat;
 use crate::model::code_predictor::CodePredictorWeights;
 use crate::model::talker::TalkerWeights;
 use crate::prompt::{
@@ -36,6 +37,9 @@ pub struct EngineOptions {
     pub max_sessions: usize,
     /// KV-cache positions per session: prompt rows + frames.
     pub max_positions: usize,
+    /// How the talker's KV cache stores its values: f32, or f16 for half the memory (needs an
+    /// adapter with shader-f16).
+    pub kv_cache: KvFormat,
     /// Talker rows per tick, which bounds one prompt's length.
     pub max_rows_per_tick: usize,
     /// Also read back the raw talker and code-predictor logits every tick (tests, debugging).
@@ -54,6 +58,7 @@ impl Default for EngineOptions {
         EngineOptions {
             max_sessions: 16,
             max_positions: 4096,
+            kv_cache: KvFormat::F32,
             max_rows_per_tick: 512,
             capture_logits: false,
             profile: false,
@@ -155,6 +160,7 @@ impl Engine {
             max_rows: opts.max_rows_per_tick.max(opts.max_sessions),
             max_sessions: opts.max_sessions,
             max_positions: opts.max_positions,
+            kv_cache: opts.kv_cache,
         };
         let ids = CodecIds { eos: cfg.talker_config.codec_eos_token_id, min_new_tokens: 2 };
         let decoder = CodecDecoder::new(

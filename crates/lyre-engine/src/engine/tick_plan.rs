@@ -14,6 +14,7 @@ use crate::kernels::decode_layer::{persistent_groups, workgroup_bytes, GridSync}
 use crate::kernels::embed_text::EmbedText;
 use crate::kernels::matmul::{Activation, Input, Matmul, Output};
 use crate::kernels::matmul_gemm;
+use crate::kernels::qk_norm_rope::KvFormat;
 use crate::kernels::rms_norm::{RmsNorm, WeightFormat};
 use crate::kernels::sample::{Sample, TalkerProcessors};
 use crate::kernels::{Env, Rows};
@@ -22,7 +23,7 @@ use crate::model::rope::RopeTables;
 use crate::model::talker::TalkerWeights;
 use crate::model::transformer::{KvBuffers, StackBuffers, StackRun};
 
-/// Sizes the plan is built for.
+/// Sizes (and the talker's KV-cache format) the plan is built for.
 #[derive(Debug, Clone, Copy)]
 pub struct PlanLimits {
     /// Talker rows per tick (prompt rows of new sessions + one per continuing session).
@@ -31,6 +32,9 @@ pub struct PlanLimits {
     pub max_sessions: usize,
     /// Positions per KV-cache slot (prompt + frames).
     pub max_positions: usize,
+    /// How the talker's KV cache stores its values (the code predictor's, 16 positions per
+    /// session, is f32).
+    pub kv_cache: KvFormat,
 }
 
 /// Special ids the talker's sampler needs.
@@ -141,8 +145,8 @@ impl TickPlan {
         let groups = cp.heads.len();
         let cp_logits = z("cp_logits", groups * ms * cp.vocab * 4)?;
         let talker_bufs = StackBuffers::new(ctx, "talker", ts, rows)?;
-        let talker_kv = KvBuffers::new(ctx, "talker.kv", ts, ms, limits.max_positions)?;
-        let cp_kv = KvBuffers::new(ctx, "cp.kv", cps, ms, CP_POSITIONS)?;
+        let talker_kv = KvBuffers::new(ctx, "talker.kv", ts, ms, limits.max_positions, limits.kv_cache)?;
+        let cp_kv = KvBuffers::new(ctx, "cp.kv", cps, ms, CP_POSITIONS, KvFormat::F32)?;
         let t_rope = RopeTables::new(
             ctx,
             "talker.rope",

@@ -14,14 +14,28 @@ pub struct KernelSource {
 impl GpuContext {
     /// The pipeline for `kernel` with the given override constants, compiled once.
     pub fn pipeline(&self, kernel: KernelSource, constants: &[(&str, f64)]) -> Arc<wgpu::ComputePipeline> {
-        let key = format!("{}{:?}", kernel.name, constants);
+        self.pipeline_with(kernel, "", constants)
+    }
+
+    /// The pipeline for `prelude` (declarations the kernel expects, e.g. a type alias) followed
+    /// by `kernel`, with the given override constants, compiled once.
+    pub fn pipeline_with(
+        &self,
+        kernel: KernelSource,
+        prelude: &str,
+        constants: &[(&str, f64)],
+    ) -> Arc<wgpu::ComputePipeline> {
+        let key = format!("{}{prelude:?}{:?}", kernel.name, constants);
         let mut cache = self.pipelines.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = cache.get(&key) {
             return p.clone();
         }
         let desc = wgpu::ShaderModuleDescriptor {
             label: Some(kernel.name),
-            source: wgpu::ShaderSource::Wgsl(kernel.wgsl.into()),
+            source: wgpu::ShaderSource::Wgsl(match prelude {
+                "" => kernel.wgsl.into(),
+                _ => format!("{prelude}{}", kernel.wgsl).into(),
+            }),
         };
         let module = match self.shader_checks {
             ShaderChecks::On => self.device.create_shader_module(desc),

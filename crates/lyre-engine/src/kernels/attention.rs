@@ -78,9 +78,12 @@ impl Attention<'_> {
             rows_per_group: layout.rows_per_group.max(1),
             _pad: [0; 2],
         };
+        let prelude = self.cache.format.prelude();
         let pipeline = match kernel {
-            AttentionKernel::Subgroup { size } => env.ctx.pipeline(SOURCE_SUBGROUP, &[("SG", size as f64)]),
-            AttentionKernel::PerThread => env.ctx.pipeline(SOURCE, &[]),
+            AttentionKernel::Subgroup { size } => {
+                env.ctx.pipeline_with(SOURCE_SUBGROUP, prelude, &[("SG", size as f64)])
+            }
+            AttentionKernel::PerThread => env.ctx.pipeline_with(SOURCE, prelude, &[]),
         };
         let uniform = env.ctx.uniform(self.label, &params);
         let bind_group = env.ctx.bind_group(

@@ -24,8 +24,8 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> rows: array<Row>;
 @group(0) @binding(2) var<storage, read> q: array<f32>;
-@group(0) @binding(3) var<storage, read> k_cache: array<f32>;
-@group(0) @binding(4) var<storage, read> v_cache: array<f32>;
+@group(0) @binding(3) var<storage, read> k_cache: array<kv_t>;
+@group(0) @binding(4) var<storage, read> v_cache: array<kv_t>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
 const WG: u32 = 64u;
@@ -78,7 +78,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
             let kb = (kv_base + cache_row(j)) * hd;
             var dot = 0.0;
             for (var d = 0u; d < hd; d++) {
-                dot += qh[d] * k_cache[kb + d];
+                dot += qh[d] * f32(k_cache[kb + d]);
             }
             s = dot * p.scale;
         }
@@ -103,7 +103,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
             if (d < hd) {
                 var a = acc[i] * alpha;
                 for (var c = 0u; c < n_keys; c++) {
-                    a += exp(score[c] - m_new) * v_cache[(kv_base + cache_row(base + c)) * hd + d];
+                    a += exp(score[c] - m_new) * f32(v_cache[(kv_base + cache_row(base + c)) * hd + d]);
                 }
                 acc[i] = a;
             }

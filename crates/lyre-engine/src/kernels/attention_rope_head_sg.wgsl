@@ -15,8 +15,8 @@ override DPL: u32 = 4u;
 
 @group(0) @binding(5) var<storage, read> rope_cos: array<f32>;
 @group(0) @binding(6) var<storage, read> rope_sin: array<f32>;
-@group(0) @binding(7) var<storage, read_write> k_cache: array<f32>;
-@group(0) @binding(8) var<storage, read_write> v_cache: array<f32>;
+@group(0) @binding(7) var<storage, read_write> k_cache: array<kv_t>;
+@group(0) @binding(8) var<storage, read_write> v_cache: array<kv_t>;
 
 // The lane's dims of head `h` (q heads first, then k heads) of the fused row at `src`, after
 // the per-head RMSNorm and RoPE at `pos`.
@@ -70,20 +70,23 @@ fn attend_head(t: u32, h: u32, src: u32, slot: u32, pos: u32, dst: u32) {
     for (var i = 0u; i < MAX_DPL; i++) {
         qv[i] *= p.scale;
     }
-    let k_new = rotated_head(src, p.n_heads + kvh, lane, pos);
+    // The row's own key and value as the cache stores them (rounded to kv_t), so this path
+    // equals the one that reads them back from the cache.
+    var k_new = rotated_head(src, p.n_heads + kvh, lane, pos);
     var v_new = array<f32, 8>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     let v_src = src + (p.n_heads + p.n_kv_heads + kvh) * hd + lane;
     for (var i = 0u; i < MAX_DPL; i++) {
         if (i < DPL) {
-            v_new[i] = load_qkv(v_src + i * SG);
+            k_new[i] = f32(kv_t(k_new[i]));
+            v_new[i] = f32(kv_t(load_qkv(v_src + i * SG)));
         }
     }
     if (h % group == 0u && s == 0u) {
         let at = (kv_base + pos) * hd + lane;
         for (var i = 0u; i < MAX_DPL; i++) {
             if (i < DPL) {
-                k_cache[at + i * SG] = k_new[i];
-                v_cache[at + i * SG] = v_new[i];
+                k_cache[at + i * SG] = kv_t(k_new[i]);
+                v_cache[at + i * SG] = kv_t(v_new[i]);
             }
         }
     }
@@ -105,8 +108,8 @@ fn attend_head(t: u32, h: u32, src: u32, slot: u32, pos: u32, dst: u32) {
                 var kj = k_new[i];
                 vv[i] = v_new[i];
                 if (cached) {
-                    kj = k_cache[kb + i * SG];
-                    vv[i] = v_cache[kb + i * SG];
+                    kj = f32(k_cache[kb + i * SG]);
+                    vv[i] = f32(v_cache[kb + i * SG]);
                 }
                 part += qv[i] * kj;
             }

@@ -25,8 +25,8 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> rows: array<Row>;
 @group(0) @binding(2) var<storage, read> q: array<f32>;
-@group(0) @binding(3) var<storage, read> k_cache: array<f32>;
-@group(0) @binding(4) var<storage, read> v_cache: array<f32>;
+@group(0) @binding(3) var<storage, read> k_cache: array<kv_t>;
+@group(0) @binding(4) var<storage, read> v_cache: array<kv_t>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
 fn store_out(i: u32, v: f32) {
@@ -85,8 +85,8 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
         var part = 0.0;
         for (var i = 0u; i < MAX_DPL; i++) {
             if (i < dpl) {
-                vv[i] = v_cache[kb + i * SG];
-                part += qv[i] * k_cache[kb + i * SG];
+                vv[i] = f32(v_cache[kb + i * SG]);
+                part += qv[i] * f32(k_cache[kb + i * SG]);
             }
         }
         let score = subgroupAdd(part);

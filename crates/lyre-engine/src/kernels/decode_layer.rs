@@ -165,8 +165,9 @@ impl DecodeLayer<'_> {
             _pad: [0; 2],
         };
         let widest = widest_input(h, self.hidden, self.inter);
-        let pipeline = env.ctx.pipeline(
+        let pipeline = env.ctx.pipeline_with(
             SOURCE,
+            self.cache.format.prelude(),
             &[("SG", size as f64), ("DPL", (h.head_dim / size) as f64), ("VEC4S", (widest / 4) as f64)],
         );
         let uniform = env.ctx.uniform(self.label, &params);

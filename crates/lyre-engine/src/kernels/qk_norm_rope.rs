@@ -87,12 +87,42 @@ impl Heads {
     }
 }
 
-/// One layer's KV cache: `[slot][kv_head][max_pos][head_dim]` f32 for K and for V.
+/// One layer's KV cache: `[slot][kv_head][max_pos][head_dim]` values for K and for V.
 #[derive(Clone, Copy)]
 pub struct KvCache<'a> {
     pub k: &'a wgpu::Buffer,
     pub v: &'a wgpu::Buffer,
     pub max_pos: u32,
+    pub format: KvFormat,
+}
+
+/// How a KV cache stores its values. The kernels that read or write a cache are compiled for its
+/// format (the WGSL element type `kv_t`); they compute in f32 either way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum KvFormat {
+    #[default]
+    F32,
+    /// IEEE half precision: half the memory and half the attention's cache reads, values rounded
+    /// to 11 significant bits (the official model keeps its cache in bf16, 8 bits). Needs an
+    /// adapter with shader-f16.
+    F16,
+}
+
+impl KvFormat {
+    pub fn bytes(self) -> usize {
+        match self {
+            KvFormat::F32 => 4,
+            KvFormat::F16 => 2,
+        }
+    }
+
+    /// The declarations the cache kernels' WGSL starts with.
+    pub fn prelude(self) -> &'static str {
+        match self {
+            KvFormat::F32 => "alias kv_t = f32;\n",
+            KvFormat::F16 => "enable f16;\nalias kv_t = f16;\n",
+        }
+    }
 }
 
 pub struct QkNormRope<'a> {
@@ -142,11 +172,14 @@ impl QkNormRope<'_> {
         let heads = h.n_heads + 2 * h.n_kv_heads;
         let (pipeline, groups_x) = match kernel {
             RopeKernel::Subgroup { size } => (
-                env.ctx
-                    .pipeline(SOURCE_SUBGROUP, &[("SG", size as f64), ("DPL", (h.head_dim / size) as f64)]),
+                env.ctx.pipeline_with(
+                    SOURCE_SUBGROUP,
+                    self.cache.format.prelude(),
+                    &[("SG", size as f64), ("DPL", (h.head_dim / size) as f64)],
+                ),
                 heads.div_ceil(SG_THREADS / size),
             ),
-            RopeKernel::PerHead => (env.ctx.pipeline(SOURCE, &[]), heads),
+            RopeKernel::PerHead => (env.ctx.pipeline_with(SOURCE, self.cache.format.prelude(), &[]), heads),
         };
         let uniform = env.ctx.uniform(self.label, &params);
         let bind_group = env.ctx.bind_group(

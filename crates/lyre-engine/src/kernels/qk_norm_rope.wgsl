@@ -17,7 +17,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
     if (is_v) {
         let dst = cache_base(row, h - p.n_heads - p.n_kv_heads);
         for (var d = t; d < hd; d += WG) {
-            v_cache[dst + d] = qkv[src + d];
+            v_cache[dst + d] = kv_t(qkv[src + d]);
         }
         return;
     }

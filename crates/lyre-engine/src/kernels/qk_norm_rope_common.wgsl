@@ -27,8 +27,8 @@ struct Params {
 @group(0) @binding(5) var<storage, read> rope_cos: array<f32>;
 @group(0) @binding(6) var<storage, read> rope_sin: array<f32>;
 @group(0) @binding(7) var<storage, read_write> q_out: array<f32>;
-@group(0) @binding(8) var<storage, read_write> k_cache: array<f32>;
-@group(0) @binding(9) var<storage, read_write> v_cache: array<f32>;
+@group(0) @binding(8) var<storage, read_write> k_cache: array<kv_t>;
+@group(0) @binding(9) var<storage, read_write> v_cache: array<kv_t>;
 
 // Row r of the dispatch (grid y, and z when rows are grouped).
 fn dispatch_row(wid: vec3<u32>) -> u32 {
@@ -64,7 +64,7 @@ fn store_rotated(is_q: bool, dst: u32, d: u32, pos: u32, a: f32, b: f32) {
         q_out[dst + d] = lo;
         q_out[dst + d + half] = hi;
     } else {
-        k_cache[dst + d] = lo;
-        k_cache[dst + d + half] = hi;
+        k_cache[dst + d] = kv_t(lo);
+        k_cache[dst + d + half] = kv_t(hi);
     }
 }

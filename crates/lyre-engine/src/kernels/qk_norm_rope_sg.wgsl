@@ -28,7 +28,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
         let dst = cache_base(row, h - p.n_heads - p.n_kv_heads) + lane;
         for (var i = 0u; i < MAX_DPL; i++) {
             if (i < DPL) {
-                v_cache[dst + i * SG] = qkv[src + i * SG];
+                v_cache[dst + i * SG] = kv_t(qkv[src + i * SG]);
             }
         }
         return;

@@ -10,13 +10,13 @@
 use super::rope::RopeTables;
 use super::upload;
 use crate::checkpoint::weights::WeightFile;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::gpu::{Alternative, Dispatch, GpuContext, RowCount};
 use crate::kernels::attention::Attention;
 use crate::kernels::attention_rope::AttentionRope;
 use crate::kernels::decode_layer::{DecodeLayer, GridSync};
 use crate::kernels::matmul::{Activation, Input, Matmul, Output};
-use crate::kernels::qk_norm_rope::{Heads, KvCache, QkNormRope};
+use crate::kernels::qk_norm_rope::{Heads, KvCache, KvFormat, QkNormRope};
 use crate::kernels::swiglu::SwiGlu;
 use crate::kernels::{Env, Rows};
 
@@ -129,26 +129,48 @@ impl StackBuffers {
     }
 }
 
-/// Per-layer K and V caches, `[slot][kv_head][max_pos][head_dim]` f32 each.
+/// Per-layer K and V caches, `[slot][kv_head][max_pos][head_dim]` each.
 pub struct KvBuffers {
     pub k: Vec<wgpu::Buffer>,
     pub v: Vec<wgpu::Buffer>,
     pub max_pos: u32,
+    pub format: KvFormat,
 }
 
 impl KvBuffers {
-    pub fn new(ctx: &GpuContext, label: &str, s: &StackShape, slots: usize, max_pos: usize) -> Result<Self> {
-        let size = (slots * s.kv() * max_pos * 4) as u64;
+    pub fn new(
+        ctx: &GpuContext,
+        label: &str,
+        s: &StackShape,
+        slots: usize,
+        max_pos: usize,
+        format: KvFormat,
+    ) -> Result<Self> {
+        if format == KvFormat::F16 && !ctx.features.contains(wgpu::Features::SHADER_F16) {
+            return Err(EngineError::invalid(
+                "kv_cache",
+                format!("an f16 KV cache needs shader-f16, which {} lacks; use f32", ctx.info.name),
+            ));
+        }
+        let size = (slots * s.kv() * max_pos * format.bytes()) as u64;
+        if size > ctx.max_binding() && format == KvFormat::F32 {
+            return Err(EngineError::Capacity(format!(
+                "one layer's KV cache for {slots} sessions × {max_pos} positions needs {size} bytes, \
+                 more than this adapter's largest storage binding ({} bytes); an f16 KV cache \
+                 (engine.kv_cache = \"f16\") halves it, or lower max_sessions / max_positions",
+                ctx.max_binding()
+            )));
+        }
         let mk = |kind: &str| {
             (0..s.layers)
                 .map(|l| ctx.storage_zeroed(&format!("{label}.{kind}{l}"), size))
                 .collect::<Result<Vec<_>>>()
         };
-        Ok(KvBuffers { k: mk("k")?, v: mk("v")?, max_pos: max_pos as u32 })
+        Ok(KvBuffers { k: mk("k")?, v: mk("v")?, max_pos: max_pos as u32, format })
     }
 
     pub fn layer(&self, l: usize) -> KvCache<'_> {
-        KvCache { k: &self.k[l], v: &self.v[l], max_pos: self.max_pos }
+        KvCache { k: &self.k[l], v: &self.v[l], max_pos: self.max_pos, format: self.format }
     }
 
     /// Bytes held on the GPU.

@@ -1,6 +1,7 @@
 use lyre_engine::gpu::{RowCount, RowCounts};
 use lyre_engine::kernels::attention::{Attention, AttentionKernel};
 use lyre_engine::kernels::qk_norm_rope::{Heads, KvCache, QkNormRope, RopeKernel, RowLayout};
+use lyre_engine::KvFormat;
 
 use crate::support::*;
 
@@ -48,21 +49,32 @@ pub fn cpu_norm_rope(v: &[f32], w: Option<&[f32]>, pos: usize, c: &[f32], s: &[f
 }
 
 /// Runs `case` with the per-thread kernel and, where the head fits the adapter's subgroups,
-/// the subgroup kernel.
+/// the subgroup kernel, with an f32 and an f16 cache.
 fn run_case(case: &Case, seed: u64) {
     let gpu = Gpu::new();
-    run_case_with(&gpu, case, seed, RopeKernel::PerHead, AttentionKernel::PerThread);
-    let size = gpu.ctx.fixed_subgroup_size().expect("the test adapter has fixed-size subgroups");
-    let hd = case.heads.head_dim;
-    if AttentionKernel::fits(size, hd) {
-        run_case_with(&gpu, case, seed, RopeKernel::PerHead, AttentionKernel::Subgroup { size });
-    }
-    if RopeKernel::fits(size, hd) {
-        run_case_with(&gpu, case, seed, RopeKernel::Subgroup { size }, AttentionKernel::PerThread);
+    for format in [KvFormat::F32, KvFormat::F16] {
+        run_case_with(&gpu, case, seed, RopeKernel::PerHead, AttentionKernel::PerThread, format);
+        let size = gpu.ctx.fixed_subgroup_size().expect("the test adapter has fixed-size subgroups");
+        let hd = case.heads.head_dim;
+        if AttentionKernel::fits(size, hd) {
+            let kernel = AttentionKernel::Subgroup { size };
+            run_case_with(&gpu, case, seed, RopeKernel::PerHead, kernel, format);
+        }
+        if RopeKernel::fits(size, hd) {
+            let rope = RopeKernel::Subgroup { size };
+            run_case_with(&gpu, case, seed, rope, AttentionKernel::PerThread, format);
+        }
     }
 }
 
-fn run_case_with(gpu: &Gpu, case: &Case, seed: u64, rope_kernel: RopeKernel, kernel: AttentionKernel) {
+fn run_case_with(
+    gpu: &Gpu,
+    case: &Case,
+    seed: u64,
+    rope_kernel: RopeKernel,
+    kernel: AttentionKernel,
+    format: KvFormat,
+) {
     let mut rng = rng(seed);
     let h = case.heads;
     let (nh, nkv, hd) = (h.n_heads as usize, h.n_kv_heads as usize, h.head_dim as usize);
@@ -79,10 +91,9 @@ fn run_case_with(gpu: &Gpu, case: &Case, seed: u64, rope_kernel: RopeKernel, ker
     let (qkv_b, cos_b, sin_b) = (b(&qkv), b(&cos), b(&sin));
     let (qn_b, kn_b, desc_b) = (gpu.buf(&qn_bits), gpu.buf(&kn_bits), gpu.buf(&desc));
     let q_b = b(&vec![0.0; n * nh * hd]);
-    let k_b = b(&vec![0.0; cache_len]);
-    let v_b = b(&vec![0.0; cache_len]);
+    let (k_b, v_b) = (kv_buffer(gpu, cache_len, format), kv_buffer(gpu, cache_len, format));
     let out_b = b(&vec![0.0; n * nh * hd]);
-    let cache = KvCache { k: &k_b, v: &v_b, max_pos: case.max_pos as u32 };
+    let cache = KvCache { k: &k_b, v: &v_b, max_pos: case.max_pos as u32, format };
     let env = gpu.env();
     let rope = QkNormRope {
         label: "rope",
@@ -125,7 +136,7 @@ fn run_case_with(gpu: &Gpu, case: &Case, seed: u64, rope_kernel: RopeKernel, ker
             let ko = nh * hd + kh * hd;
             let vo = nh * hd + nkv * hd + kh * hd;
             let k = cpu_norm_rope(&row[ko..ko + hd], Some(&kn), pos as usize, &cos, &sin);
-            kc.insert((slot, pos, kh), (k, row[vo..vo + hd].to_vec()));
+            kc.insert((slot, pos, kh), (kv_round(&k, format), kv_round(&row[vo..vo + hd], format)));
         }
     }
     let mut want = vec![0f32; n * nh * hd];
@@ -152,7 +163,15 @@ fn run_case_with(gpu: &Gpu, case: &Case, seed: u64, rope_kernel: RopeKernel, ker
     }
     let q_want: Vec<f32> = qs.iter().flatten().flatten().cloned().collect();
     assert_close(&format!("q after norm+rope ({rope_kernel:?})"), &gpu.read::<f32>(&q_b), &q_want, 1e-5);
-    assert_close(&format!("attention output ({kernel:?})"), &gpu.read::<f32>(&out_b), &want, 2e-5);
+    // The rare key whose f16 rounding lands on the other side of the CPU's shifts a score by an
+    // f16 step.
+    let tol = if format == KvFormat::F16 { 2e-3 } else { 2e-5 };
+    let what = format!("attention output ({kernel:?}, {format:?} cache)");
+    assert_close(&what, &gpu.read::<f32>(&out_b), &want, tol);
+    let got_k = read_kv(gpu, &k_b, format);
+    let (slot, pos) = case.rows[0];
+    let at = ((slot as usize * nkv) * case.max_pos + pos as usize) * hd;
+    assert_close(&format!("K cache row ({format:?})"), &got_k[at..at + hd], &kc[&(slot, pos, 0)].0, 2e-3);
 }
 
 #[test]

@@ -5,6 +5,7 @@ use lyre_engine::gpu::{RowCount, RowCounts};
 use lyre_engine::kernels::attention::{Attention, AttentionKernel};
 use lyre_engine::kernels::attention_rope::AttentionRope;
 use lyre_engine::kernels::qk_norm_rope::{Heads, KvCache, QkNormRope, RopeKernel, RowLayout};
+use lyre_engine::KvFormat;
 
 use crate::attention::{cpu_norm_rope, rope_tables};
 use crate::support::*;
@@ -23,7 +24,13 @@ struct Outputs {
     v: Vec<f32>,
 }
 
-fn run(gpu: &Gpu, case: &Setup, seed: u64, fused: bool) -> (Outputs, Vec<f32>, Vec<f32>, Vec<f32>) {
+fn run(
+    gpu: &Gpu,
+    case: &Setup,
+    seed: u64,
+    fused: bool,
+    format: KvFormat,
+) -> (Outputs, Vec<f32>, Vec<f32>, Vec<f32>) {
     let size = gpu.ctx.fixed_subgroup_size().expect("the test adapter has fixed-size subgroups");
     let mut rng = rng(seed);
     let h = case.heads;
@@ -40,8 +47,8 @@ fn run(gpu: &Gpu, case: &Setup, seed: u64, fused: bool) -> (Outputs, Vec<f32>, V
     let slots = case.sessions.iter().map(|s| s.0).max().unwrap() as usize + 1;
     let cache_len = slots * nkv * case.max_pos * hd;
     let (cos_b, sin_b, qn_b, kn_b) = (gpu.buf(&cos), gpu.buf(&sin), gpu.buf(&qn_bits), gpu.buf(&kn_bits));
-    let (k_b, v_b) = (gpu.buf(&vec![0f32; cache_len]), gpu.buf(&vec![0f32; cache_len]));
-    let cache = KvCache { k: &k_b, v: &v_b, max_pos: case.max_pos as u32 };
+    let (k_b, v_b) = (kv_buffer(gpu, cache_len, format), kv_buffer(gpu, cache_len, format));
+    let cache = KvCache { k: &k_b, v: &v_b, max_pos: case.max_pos as u32, format };
     let env = gpu.env();
     let two_kernels = |rows: &[(u32, u32)], qkv: &[f32]| {
         let desc: Vec<u32> = rows.iter().flat_map(|&(s, p)| [s, p, 0, 0]).collect();
@@ -102,15 +109,23 @@ fn run(gpu: &Gpu, case: &Setup, seed: u64, fused: bool) -> (Outputs, Vec<f32>, V
     } else {
         two_kernels(&decode, &decode_qkv)
     };
-    (Outputs { out, k: gpu.read(&k_b), v: gpu.read(&v_b) }, decode_qkv, qn, kn)
+    (Outputs { out, k: read_kv(gpu, &k_b, format), v: read_kv(gpu, &v_b, format) }, decode_qkv, qn, kn)
 }
 
 fn check(case: Setup, seed: u64) {
+    for format in [KvFormat::F32, KvFormat::F16] {
+        check_format(&case, seed, format);
+    }
+}
+
+/// The fused kernel rounds the row's own key and value as the cache stores them, so it matches
+/// the two kernels (which read them back from the cache) in either format.
+fn check_format(case: &Setup, seed: u64, format: KvFormat) {
     let gpu = Gpu::new();
     let size = gpu.ctx.fixed_subgroup_size().unwrap();
     assert!(RopeKernel::fits(size, case.heads.head_dim), "the case must fit subgroups of {size}");
-    let (fused, decode_qkv, _, kn) = run(&gpu, &case, seed, true);
-    let (separate, ..) = run(&gpu, &case, seed, false);
+    let (fused, decode_qkv, _, kn) = run(&gpu, case, seed, true, format);
+    let (separate, ..) = run(&gpu, case, seed, false, format);
     assert_close("fused attention output", &fused.out, &separate.out, 1e-6);
     assert_close("K cache", &fused.k, &separate.k, 1e-6);
     assert_close("V cache", &fused.v, &separate.v, 0.0);
@@ -124,12 +139,13 @@ fn check(case: Setup, seed: u64) {
             let at = ((slot as usize * nkv + kh) * case.max_pos + pos as usize) * hd;
             let ko = r * width + nh * hd + kh * hd;
             let want = cpu_norm_rope(&decode_qkv[ko..ko + hd], Some(&kn), pos as usize, &cos, &sin);
-            assert_close(&format!("new K row {slot}/{kh}"), &fused.k[at..at + hd], &want, 1e-5);
+            let tol = if format == KvFormat::F16 { 2e-3 } else { 1e-5 };
+            assert_close(&format!("new K row {slot}/{kh} ({format:?})"), &fused.k[at..at + hd], &want, tol);
             let vo = r * width + (nh + nkv) * hd + kh * hd;
             assert_close(
-                &format!("new V row {slot}/{kh}"),
+                &format!("new V row {slot}/{kh} ({format:?})"),
                 &fused.v[at..at + hd],
-                &decode_qkv[vo..vo + hd],
+                &kv_round(&decode_qkv[vo..vo + hd], format),
                 0.0,
             );
         }

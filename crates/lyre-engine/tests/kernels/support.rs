@@ -1,5 +1,6 @@
-use half::bf16;
+use half::{bf16, f16};
 use lyre_engine::gpu::{run_now, Dispatch, RowCounts};
+use lyre_engine::KvFormat;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -26,6 +27,30 @@ pub fn bf16_round(v: &[f32]) -> (Vec<f32>, Vec<u16>) {
     let bits: Vec<u16> = v.iter().map(|&x| bf16::from_f32(x).to_bits()).collect();
     let vals = bits.iter().map(|&b| bf16::from_bits(b).to_f32()).collect();
     (vals, bits)
+}
+
+/// A zeroed KV-cache buffer of `n` values in `format`.
+pub fn kv_buffer(gpu: &Gpu, n: usize, format: KvFormat) -> wgpu::Buffer {
+    match format {
+        KvFormat::F32 => gpu.buf(&vec![0f32; n]),
+        KvFormat::F16 => gpu.buf(&vec![0u16; n.next_multiple_of(2)]),
+    }
+}
+
+/// A KV-cache buffer's values as f32.
+pub fn read_kv(gpu: &Gpu, b: &wgpu::Buffer, format: KvFormat) -> Vec<f32> {
+    match format {
+        KvFormat::F32 => gpu.read::<f32>(b),
+        KvFormat::F16 => gpu.read::<u16>(b).into_iter().map(|h| f16::from_bits(h).to_f32()).collect(),
+    }
+}
+
+/// `v` as the cache stores it.
+pub fn kv_round(v: &[f32], format: KvFormat) -> Vec<f32> {
+    match format {
+        KvFormat::F32 => v.to_vec(),
+        KvFormat::F16 => v.iter().map(|&x| f16::from_f32(x).to_f32()).collect(),
+    }
 }
 
 pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {

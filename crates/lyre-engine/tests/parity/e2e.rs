@@ -1,4 +1,4 @@
-use lyre_engine::{Engine, FinishReason, SessionRequest};
+use lyre_engine::{Engine, EngineOptions, FinishReason, KvFormat, SessionRequest};
 
 use crate::support::*;
 
@@ -43,9 +43,10 @@ fn ref_codes(r: &Refs) -> Vec<[u16; 16]> {
 /// The frames whose codes must match exactly: all of them, unless a greedy choice with a
 /// stored top-2 margin ≤ 1e-4 (a near tie, which float rounding may flip) differs; then the
 /// frames before it, and the run is compared up to there.
-/// The tolerances of the greedy cases: f32 math, or with `LYRE_PARITY_F16=1` the GEMMs' f16
-/// operands on cooperative matrices (set where the H200 runs force them at every row count;
-/// docs/PERFORMANCE.md v10 has the figures). Codes must match either way, up to near ties.
+/// The tolerances of the greedy cases: f32 math, or f16 somewhere — with `LYRE_PARITY_F16=1`
+/// the GEMMs' f16 operands on cooperative matrices (set where the H200 runs force them at every
+/// row count; docs/PERFORMANCE.md v10 has the figures), or an f16 KV cache. Codes must match
+/// either way, up to near ties.
 struct Tolerances {
     min_cos: f64,
     logits: f32,
@@ -53,15 +54,15 @@ struct Tolerances {
     tie: f32,
 }
 
-fn tolerances() -> Tolerances {
-    if std::env::var("LYRE_PARITY_F16").as_deref() == Ok("1") {
+fn tolerances(kv_cache: KvFormat) -> Tolerances {
+    if std::env::var("LYRE_PARITY_F16").as_deref() == Ok("1") || kv_cache == KvFormat::F16 {
         Tolerances { min_cos: 0.9999, logits: 2e-3, waveform: 1e-2, tie: 1e-2 }
     } else {
         Tolerances { min_cos: 0.99999, logits: 1e-4, waveform: 1e-4, tie: 1e-4 }
     }
 }
 
-fn exact_frames(case: &str, r: &Refs, got: &[[u16; 16]], want: &[[u16; 16]]) -> usize {
+fn exact_frames(case: &str, r: &Refs, got: &[[u16; 16]], want: &[[u16; 16]], tie: f32) -> usize {
     let (tg, cg) = (r.f32("talker_top2_gaps"), r.f32("cp_top2_gaps"));
     for (f, (a, b)) in got.iter().zip(want).enumerate() {
         if a == b {
@@ -69,7 +70,6 @@ fn exact_frames(case: &str, r: &Refs, got: &[[u16; 16]], want: &[[u16; 16]]) -> 
         }
         let k = (0..16).find(|&k| a[k] != b[k]).unwrap();
         let gap = if k == 0 { tg[f] } else { cg[f * 15 + k - 1] };
-        let tie = tolerances().tie;
         assert!(gap <= tie, "{case}: frame {f} codebook {k}: {} != {} (margin {gap})", a[k], b[k]);
         println!("{case}: frame {f} codebook {k} is a near tie (margin {gap:.2e}); compared up to it");
         return f;
@@ -86,9 +86,10 @@ fn check_case(fixture_name: &str, case: &str) -> bool {
 pub fn check_case_on(engine: &mut Engine, fixture_name: &str, case: &str) -> bool {
     let Some(req) = case_request(fixture_name, case, engine) else { return false };
     let r = Refs::open(fixture_name, case);
+    let tol = tolerances(engine.options().kv_cache);
     let Run { codes, pcm, talker, code_predictor: cp, reason } = run_alone(engine, req);
     let want = ref_codes(&r);
-    let n = exact_frames(case, &r, &codes, &want);
+    let n = exact_frames(case, &r, &codes, &want, tol.tie);
     let hit_eos = meta(fixture_name, case)["hit_eos"] == true;
     if n == want.len() {
         assert_eq!(reason, if hit_eos { FinishReason::Eos } else { FinishReason::MaxFrames }, "{case}");
@@ -101,7 +102,6 @@ pub fn check_case_on(engine: &mut Engine, fixture_name: &str, case: &str) -> boo
     if n == codes.len() {
         assert!(want.len() - talker.len() <= if hit_eos { 0 } else { 3072 });
     }
-    let tol = tolerances();
     assert_matches(&format!("{case} talker logits"), &talker, &want[..talker.len()], tol.min_cos, tol.logits);
     let cp: Vec<f32> = cp.into_iter().take(n * 15).flatten().collect();
     let want = r.f32("cp_logits");
@@ -125,6 +125,19 @@ fn custom_voice_greedy_cases_match_reference() {
     assert_eq!(cases.len(), 5);
     for case in &cases {
         assert!(check_case("tiny-custom-voice", case), "{case} ran");
+    }
+}
+
+/// With the talker's KV cache in f16 (half the memory) the greedy cases keep their codes, up to
+/// near ties, at the tolerances of the f16 GEMMs.
+#[test]
+fn custom_voice_greedy_cases_match_reference_with_an_f16_kv_cache() {
+    let opts = EngineOptions { kv_cache: KvFormat::F16, ..options(2, true) };
+    let mut engine = engine_from("tiny-custom-voice", opts);
+    let f32_bytes = engine_from("tiny-custom-voice", options(2, true)).kv_cache_bytes();
+    assert_eq!(engine.kv_cache_bytes() * 2, f32_bytes, "half the KV-cache memory");
+    for case in &e2e_cases("tiny-custom-voice") {
+        assert!(check_case_on(&mut engine, "tiny-custom-voice", case), "{case} ran");
     }
 }
 

@@ -35,6 +35,7 @@ pub fn options(max_sessions: usize, capture_logits: bool) -> EngineOptions {
     EngineOptions {
         max_sessions,
         max_positions: 256,
+        kv_cache: lyre_engine::KvFormat::F32,
         max_rows_per_tick: 128,
         capture_logits,
         profile: false,

@@ -40,6 +40,9 @@ pub struct BenchArgs {
     /// GPU clocks: shorter warm-ups left the first batch-1 figure of a process scattered).
     #[arg(long, default_value_t = 1000)]
     pub warmup_ms: u64,
+    /// The talker's KV-cache format: f32 or f16.
+    #[arg(long, default_value = "f32", value_parser = crate::config::parse_kv_format)]
+    pub kv_cache: lyre_engine::KvFormat,
 }
 
 #[derive(Debug, Serialize)]
@@ -65,6 +68,7 @@ struct Report {
     adapter: lyre_engine::gpu::AdapterSummary,
     model: String,
     prompt_tokens: usize,
+    kv_cache: String,
     timing: &'static str,
     runs: Vec<Run>,
 }
@@ -83,15 +87,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         profile: true,
         profile_dispatches: args.profile_dispatches,
         inject_grid_fault: false,
+        kv_cache: args.kv_cache,
     };
     let mut engine = Engine::new(gpu.clone(), model.clone(), opts)?;
     let timing = if gpu.has_timestamps_in_passes() { "gpu-timestamps" } else { "wall" };
     eprintln!(
-        "{} on {} ({:?}, {:?})",
+        "{} on {} ({:?}, {:?}), {:?} KV cache",
         model.describe(),
         gpu.info.name,
         gpu.info.backend,
-        gpu.info.device_type
+        gpu.info.device_type,
+        args.kv_cache
     );
     let warmup = Instant::now();
     loop {
@@ -143,6 +149,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             adapter: gpu.summary(),
             model: model.describe(),
             prompt_tokens: args.prompt_tokens,
+            kv_cache: format!("{:?}", args.kv_cache).to_lowercase(),
             timing,
             runs,
         };

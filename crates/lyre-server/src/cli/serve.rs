@@ -176,6 +176,7 @@ fn make_engine(model: Arc<ModelDir>, cfg: &ServerConfig, allow_cpu: bool) -> any
         max_sessions: cfg.engine.max_sessions,
         max_positions: cfg.engine.max_positions,
         max_rows_per_tick: cfg.engine.max_rows_per_tick,
+        kv_cache: cfg.engine.kv_format()?,
         capture_logits: false,
         profile: false,
         profile_dispatches: false,

@@ -107,6 +107,7 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
         max_sessions: 1,
         max_positions: prompt_budget + max_frames as usize + 2,
         max_rows_per_tick: prompt_budget,
+        kv_cache: lyre_engine::KvFormat::F32,
         capture_logits: false,
         profile: false,
         profile_dispatches: false,

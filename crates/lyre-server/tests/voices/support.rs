@@ -43,7 +43,13 @@ pub fn config(voices_dir: &Path) -> ServerConfig {
     let mut cfg = ServerConfig::default();
     cfg.voices.dir = voices_dir.display().to_string();
     cfg.voices.max_upload_bytes = 64 * 1024;
-    cfg.engine = EngineSection { max_sessions: 2, max_queue: 8, max_positions: 256, max_rows_per_tick: 128 };
+    cfg.engine = EngineSection {
+        max_sessions: 2,
+        max_queue: 8,
+        max_positions: 256,
+        max_rows_per_tick: 128,
+        ..Default::default()
+    };
     cfg
 }
 
@@ -65,6 +71,7 @@ fn worker(model_dir: &Path, cfg: &ServerConfig) -> Worker {
         let opts = EngineOptions {
             max_sessions: e.max_sessions,
             max_positions: e.max_positions,
+            kv_cache: lyre_engine::KvFormat::F32,
             max_rows_per_tick: e.max_rows_per_tick,
             capture_logits: false,
             profile: false,
