@@ -27,6 +27,10 @@ pub struct BenchArgs {
     /// Frames per session after the first.
     #[arg(long, default_value_t = 50)]
     pub frames: u32,
+    /// Frames each session generates untimed before the timed ones, so the timed frames attend
+    /// to this many more positions (long-context figures; the split into parts too).
+    #[arg(long, default_value_t = 0)]
+    pub context: u32,
     /// Approximate text tokens in each prompt.
     #[arg(long, default_value_t = 40)]
     pub prompt_tokens: usize,
@@ -68,6 +72,7 @@ struct Report {
     adapter: lyre_engine::gpu::AdapterSummary,
     model: String,
     prompt_tokens: usize,
+    context: u32,
     kv_cache: String,
     timing: &'static str,
     runs: Vec<Run>,
@@ -81,7 +86,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let prompt_rows = model.tokenizer.assistant_text_ids(&text)?.len() + 16;
     let opts = EngineOptions {
         max_sessions: max_batch,
-        max_positions: prompt_rows + args.frames as usize + 8,
+        max_positions: prompt_rows + args.context as usize + args.frames as usize + 8,
         max_rows_per_tick: max_batch * prompt_rows,
         capture_logits: false,
         profile: true,
@@ -101,7 +106,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     );
     let warmup = Instant::now();
     loop {
-        run_one(&mut engine, &model, &text, 1, 10)?;
+        run_one(&mut engine, &model, &text, 1, 0, 10, false)?;
         if warmup.elapsed().as_millis() >= args.warmup_ms as u128 {
             break;
         }
@@ -114,10 +119,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     for &batch in &args.batch {
         // Timed pipelined, as served; then a shorter pass with GPU timestamps (unpipelined)
         // for the split into parts.
-        engine.set_profiling(false);
-        let mut r = run_one(&mut engine, &model, &text, batch.max(1), args.frames.max(1))?;
+        let b = batch.max(1);
+        let mut r = run_one(&mut engine, &model, &text, b, args.context, args.frames.max(1), false)?;
         if engine.set_profiling(true) {
-            let p = run_one(&mut engine, &model, &text, batch.max(1), args.frames.clamp(1, 10))?;
+            let p = run_one(&mut engine, &model, &text, b, args.context, args.frames.clamp(1, 10), true)?;
             r.prefill_ms = p.prefill_ms;
             r.talker_ms = p.talker_ms;
             r.code_predictor_ms = p.code_predictor_ms;
@@ -149,6 +154,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             adapter: gpu.summary(),
             model: model.describe(),
             prompt_tokens: args.prompt_tokens,
+            context: args.context,
             kv_cache: format!("{:?}", args.kv_cache).to_lowercase(),
             timing,
             runs,
@@ -197,16 +203,21 @@ fn request(model: &ModelDir, text: &str, frames: u32, seed: u64) -> SessionReque
     }
 }
 
+/// `batch` sessions at once: their first tick (TTFA, prefill), `context` untimed ticks, then
+/// `frames` timed ones; with GPU timestamps (`profile`) on the first and the timed ticks.
 fn run_one(
     engine: &mut Engine,
     model: &ModelDir,
     text: &str,
     batch: usize,
+    context: u32,
     frames: u32,
+    profile: bool,
 ) -> anyhow::Result<Run> {
+    engine.set_profiling(profile);
     let started = Instant::now();
     for i in 0..batch {
-        engine.start(request(model, text, frames, i as u64))?;
+        engine.start(request(model, text, context + frames, i as u64))?;
     }
     let outs = engine.step()?;
     let ttfa_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -215,6 +226,11 @@ fn run_one(
         "the first tick did not serve every session"
     );
     let prefill_ms = engine.last_tick_profile().map_or(ttfa_ms, |p| p.total_ms());
+    engine.set_profiling(false);
+    for _ in 0..context {
+        engine.step()?;
+    }
+    engine.set_profiling(profile);
     let mut parts = TickProfile::default();
     let mut kinds: Vec<(String, f64, u32)> = Vec::new();
     let mut profiled = 0;
