@@ -7,9 +7,9 @@
 #                     the official PyTorch implementation on the same GPU (`.whl` carried;
 #                     QB_SECTIONS chooses bench_qwen.py's sections), 1.7B, and a per-dispatch
 #                     profile
-#   h200.sh kv        the kernel tests, then 0.6B with the KV cache in f32 and in f16 after
-#                     CONTEXT untimed frames (BATCHES, CONTEXT, REPEATS: default 1,32,128, 500,
-#                     1), and a profile
+#   h200.sh kv        the kernel tests, then 0.6B after CONTEXT untimed frames as built, with
+#                     the KV cache in f16 and with split attention off (BATCHES, CONTEXT,
+#                     REPEATS: default 1,32,128, 500, 1), batch 1/32 at short context, a profile
 #   h200.sh check     the kernel tests and 0.6B at batch 1 and 32 (a quick look at a change;
 #                     BATCHES, and CHECK_17B=batches for 1.7B too)
 #   h200.sh official  the official implementation alone
@@ -156,17 +156,20 @@ v12)
   ;;
 kv)
   # Stop 22 (written without a device): the kernel tests (the residency probe and the barrier
-  # now check release after their wait; f16 caches), then the talker's KV cache in f32 against
-  # f16 after CONTEXT untimed frames (default 500), interleaved, and a per-dispatch profile
-  # under the new labels.
+  # now check release after their wait; f16 caches; split attention), then after CONTEXT untimed
+  # frames (default 500): as built (heads split at batch 1), with the KV cache in f16, and with
+  # the split off (LYRE_ATTENTION_CHUNKS=1), interleaved; a per-dispatch profile under the new
+  # labels.
   LYRE_REQUIRE_COOP=1 kernel_tests
   save
   model 0.6B-CustomVoice /tmp/m06
   for r in $(seq ${REPEATS:-1}); do
     bench kv32-$r /tmp/m06 --batch ${BATCHES:-1,32,128} --frames 20 --context ${CONTEXT:-500}
     bench kv16-$r /tmp/m06 --batch ${BATCHES:-1,32,128} --frames 20 --context ${CONTEXT:-500} --kv-cache f16
+    LYRE_ATTENTION_CHUNKS=1 bench nosplit-$r /tmp/m06 --batch 1 --frames 20 --context ${CONTEXT:-500}
     save
   done
+  bench short /tmp/m06 --batch 1,32 --frames 20
   bench profile /tmp/m06 --batch 1,32 --frames 3 --profile-dispatches
   ;;
 barrier)

@@ -10,7 +10,9 @@ use crate::gpu::{Dispatch, GpuContext, Readback, RowCount};
 use crate::kernels::codec_gather::{Accumulate, CodecGather};
 use crate::kernels::combine_input::CombineInput;
 use crate::kernels::copy_rows::{CopyRows, Source};
-use crate::kernels::decode_layer::{persistent_groups, workgroup_bytes, GridSync};
+use crate::kernels::decode_layer::{
+    persistent_groups, sync_bytes, workgroup_bytes, AttentionSplit, GridSync,
+};
 use crate::kernels::embed_text::EmbedText;
 use crate::kernels::matmul::{Activation, Input, Matmul, Output};
 use crate::kernels::matmul_gemm;
@@ -157,14 +159,15 @@ impl TickPlan {
         let c_rope =
             RopeTables::new(ctx, "cp.rope", CP_POSITIONS, cps.heads.head_dim as usize, cps.rope_theta)?;
         let cp_rows = cp_row_descs(ctx, ms, groups)?;
-        let grid_counter = z("grid_sync", 16)?;
+        let grid_counter = ctx.storage_zeroed("grid_sync", sync_bytes(&[ts.heads, cps.heads]))?;
         let layer_bytes = |s: &crate::model::transformer::StackShape| {
             workgroup_bytes(s.heads, s.hidden as u32, s.inter as u32)
         };
         let groups = persistent_groups(ctx, layer_bytes(ts).max(layer_bytes(cps)));
         // Fault injection: two workgroups waited for, one launched.
         let (groups, held_back) = if grid_fault { (2, 1) } else { (groups, 0) };
-        let grid = Some(GridSync { groups, counter: &grid_counter, held_back });
+        let grid =
+            Some(GridSync { groups, counter: &grid_counter, held_back, split: AttentionSplit::from_env() });
 
         let env = Env { ctx, counts: &counts, dummy: &dummy, scratch: &scratch, partials: &partials };
         let mut d: Vec<Dispatch> = Vec::new();

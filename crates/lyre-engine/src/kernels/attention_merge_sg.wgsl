@@ -14,8 +14,9 @@ var<workgroup> sg_sum: array<f32, MAX_NSG>;
 var<workgroup> sg_acc: array<f32, 2048>;
 
 // Merges subgroup `s`'s state (lane `lane` holds dims lane + SG·i, i < dpl) with the others'
-// and writes the head's `hd` outputs from output index `dst` through the kernel's `store_out`.
-// Called from uniform control flow (it has a barrier).
+// and writes the head's `hd` outputs from output index `dst` through the kernel's `store_out`,
+// and the merged softmax state (max, sum) through its `store_state` (kept only where a head's
+// keys are split over workgroups). Called from uniform control flow (it has a barrier).
 fn merge_and_store(t: u32, s: u32, lane: u32, dpl: u32, hd: u32, m_run: f32, l_run: f32,
                    acc: array<f32, 8>, dst: u32) {
     if (lane == 0u) {
@@ -36,6 +37,9 @@ fn merge_and_store(t: u32, s: u32, lane: u32, dpl: u32, hd: u32, m_run: f32, l_r
     var l_all = 0.0;
     for (var g = 0u; g < nsg; g++) {
         l_all += sg_sum[g] * exp(sg_max[g] - m_all);
+    }
+    if (t == 0u) {
+        store_state(dst, m_all, l_all);
     }
     for (var d = t; d < hd; d += WG) {
         var o = 0.0;

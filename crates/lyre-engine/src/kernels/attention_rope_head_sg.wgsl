@@ -1,7 +1,8 @@
 // One q head of one row through q/k-norm + RoPE, the KV-cache write and attention (shared by
 // attention_rope_sg.wgsl and decode_layer.wgsl, after descriptors.wgsl, qk_norm_weights.wgsl and
 // attention_merge_sg.wgsl). The kernel supplies `p` (n_heads, n_kv_heads, head_dim, max_pos,
-// has_norm, eps, scale), `load_qkv(i)` (its fused q|k|v values) and `store_out(i, v)`.
+// has_norm, eps, scale), `load_qkv(i)` (its fused q|k|v values), `store_out(i, v)` and
+// `store_state(dst, max, sum)`.
 //
 // Every subgroup normalises and rotates the row's q head and the k head of its KV group itself
 // (lane l holds dims l + SG·i, so each RoPE pair sits in one lane), and takes the row's own key
@@ -56,8 +57,10 @@ fn rotated_head(src: u32, h: u32, lane: u32, pos: u32) -> array<f32, 8> {
 }
 
 // Attention of q head `h` of the row whose q|k|v values start at `src` (cache slot `slot`, position
-// `pos`); the head's output goes to `dst..dst + head_dim`. Called from uniform control flow.
-fn attend_head(t: u32, h: u32, src: u32, slot: u32, pos: u32, dst: u32) {
+// `pos`) over keys `first..=last` (last <= pos; all of them: 0, pos); the head's output goes to
+// `dst..dst + head_dim`. The part that holds `pos` writes the row's key and value to the cache.
+// Called from uniform control flow.
+fn attend_head(t: u32, h: u32, src: u32, slot: u32, pos: u32, first: u32, last: u32, dst: u32) {
     let hd = p.head_dim;
     let nsg = WG / SG;
     let s = t / SG;
@@ -81,7 +84,7 @@ fn attend_head(t: u32, h: u32, src: u32, slot: u32, pos: u32, dst: u32) {
             v_new[i] = f32(kv_t(load_qkv(v_src + i * SG)));
         }
     }
-    if (h % group == 0u && s == 0u) {
+    if (h % group == 0u && s == 0u && last == pos) {
         let at = (kv_base + pos) * hd + lane;
         for (var i = 0u; i < MAX_DPL; i++) {
             if (i < DPL) {
@@ -96,9 +99,9 @@ fn attend_head(t: u32, h: u32, src: u32, slot: u32, pos: u32, dst: u32) {
     var acc = array<f32, 8>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     // The trip count is the same for every subgroup, so subgroupAdd runs in uniform control
     // flow; a subgroup past the last key contributes nothing.
-    for (var base = 0u; base <= pos; base += nsg) {
+    for (var base = first; base <= last; base += nsg) {
         let j = base + s;
-        let live = j <= pos;
+        let live = j <= last;
         let cached = j < pos;
         let kb = (kv_base + min(j, pos)) * hd + lane;
         var vv = array<f32, 8>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);

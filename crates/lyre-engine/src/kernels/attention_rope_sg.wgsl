@@ -33,6 +33,8 @@ fn store_out(i: u32, v: f32) {
     out[i] = v;
 }
 
+fn store_state(dst: u32, m: f32, l: f32) {}
+
 var<workgroup> wg_pos: u32;
 var<workgroup> wg_slot: u32;
 
@@ -46,5 +48,5 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
     }
     let pos = workgroupUniformLoad(&wg_pos);
     let slot = workgroupUniformLoad(&wg_slot);
-    attend_head(t, h, r * p.qkv_stride, slot, pos, r * p.out_stride + h * p.head_dim);
+    attend_head(t, h, r * p.qkv_stride, slot, pos, 0u, pos, r * p.out_stride + h * p.head_dim);
 }

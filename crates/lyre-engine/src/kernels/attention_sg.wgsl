@@ -29,6 +29,8 @@ struct Params {
 @group(0) @binding(4) var<storage, read> v_cache: array<kv_t>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
+fn store_state(dst: u32, m: f32, l: f32) {}
+
 fn store_out(i: u32, v: f32) {
     out[i] = v;
 }

@@ -21,14 +21,20 @@ pub const SOURCE: KernelSource = KernelSource {
         include_str!("attention_merge_sg.wgsl"),
         include_str!("attention_rope_head_sg.wgsl"),
         include_str!("decode_layer_dot.wgsl"),
+        include_str!("decode_layer_attention.wgsl"),
         include_str!("decode_layer.wgsl")
     ),
 };
 
 /// Storage bindings of the kernel.
 const STORAGE_BINDINGS: u32 = 18;
-/// Workgroup memory besides the input vector: attention_merge_sg.wgsl's arrays and the sums.
-const FIXED_WORKGROUP_BYTES: u32 = 2048 * 4 + 3 * 64 * 4 + 16;
+/// Workgroup memory besides the input vector: attention_merge_sg.wgsl's arrays, the sums and
+/// decode_layer_attention.wgsl's part states.
+const FIXED_WORKGROUP_BYTES: u32 = 2048 * 4 + 3 * 64 * 4 + 16 + 2 * MAX_PARTS * 4;
+/// Head parts one workgroup merges (decode_layer_attention.wgsl's `MAX_PARTS`).
+const MAX_PARTS: u32 = 512;
+/// Most parts one head's keys are split into.
+pub const MAX_CHUNKS: u32 = 16;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
@@ -43,7 +49,8 @@ struct Params {
     hidden: u32,
     inter: u32,
     groups: u32,
-    _pad: [u32; 2],
+    max_chunks: u32,
+    chunk_keys: u32,
 }
 
 /// The workgroups of the persistent kernels and the barrier counter they share. Every
@@ -52,11 +59,56 @@ struct Params {
 #[derive(Clone, Copy)]
 pub struct GridSync<'a> {
     pub groups: u32,
-    /// 16 zeroed bytes: arrivals, and barrier waits that gave up.
+    /// [`sync_bytes`] zeroed bytes: arrivals, barrier waits that gave up, then the split
+    /// attention's scratch.
     pub counter: &'a wgpu::Buffer,
+    pub split: AttentionSplit,
     /// Workgroups of the grid not launched: 0, except in fault-injection tests, where 1 makes
     /// every barrier give up (as on a GPU that cannot hold the whole grid).
     pub held_back: u32,
+}
+
+/// How the layer splits a head's keys over workgroups at long contexts
+/// (decode_layer_attention.wgsl): into `n / chunk_keys` parts for n keys, at most `max_chunks`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttentionSplit {
+    /// `None`: the grid's workgroups per head (128 / 16 = 8 on the H200's default grid).
+    pub max_chunks: Option<u32>,
+    pub chunk_keys: u32,
+}
+
+impl Default for AttentionSplit {
+    /// Heads split from 128 keys, parts of at least 64: a shorter part's walk (8 steps of 8
+    /// keys) costs about what the merge adds.
+    fn default() -> Self {
+        AttentionSplit { max_chunks: None, chunk_keys: 64 }
+    }
+}
+
+impl AttentionSplit {
+    /// The default, with `LYRE_ATTENTION_CHUNKS=N` (1: never split) and
+    /// `LYRE_ATTENTION_CHUNK_KEYS=N` where set.
+    pub fn from_env() -> Self {
+        let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u32>().ok());
+        let d = AttentionSplit::default();
+        AttentionSplit {
+            max_chunks: var("LYRE_ATTENTION_CHUNKS").or(d.max_chunks),
+            chunk_keys: var("LYRE_ATTENTION_CHUNK_KEYS").unwrap_or(d.chunk_keys).max(1),
+        }
+    }
+
+    /// Most parts per head for a grid of `groups` over `n_heads` heads.
+    fn max_chunks(self, groups: u32, n_heads: u32) -> u32 {
+        let limit = MAX_CHUNKS.min(MAX_PARTS / n_heads.max(1)).max(1);
+        self.max_chunks.unwrap_or(groups / n_heads.max(1)).clamp(1, limit)
+    }
+}
+
+/// Bytes of the [`GridSync`] counter buffer for stacks with these heads: the counters and the
+/// split attention's scratch (each part's output and softmax state).
+pub fn sync_bytes(heads: &[Heads]) -> u64 {
+    let scratch = heads.iter().map(|h| h.n_heads * MAX_CHUNKS * (h.head_dim + 2)).max().unwrap_or(0);
+    16 + 4 * scratch as u64
 }
 
 /// The longest input vector of the layer's phases (hidden, q width, inter): the length of the
@@ -162,7 +214,8 @@ impl DecodeLayer<'_> {
             hidden: self.hidden,
             inter: self.inter,
             groups: self.sync.groups,
-            _pad: [0; 2],
+            max_chunks: self.sync.split.max_chunks(self.sync.groups, h.n_heads),
+            chunk_keys: self.sync.split.chunk_keys.max(1),
         };
         let widest = widest_input(h, self.hidden, self.inter);
         let pipeline = env.ctx.pipeline_with(

@@ -1,7 +1,9 @@
 // One whole decoder layer for one row (a tick of one session) in one dispatch of p.groups
 // workgroups, its five steps separated by grid-wide barriers instead of dispatches:
 //   A  qkv = W_qkv · rmsnorm(x)                       (input RMSNorm, gamma = input_norm)
-//   B  q/k-norm + RoPE, KV-cache write, attention      (attention_rope_head_sg.wgsl, per q head)
+//   B  q/k-norm + RoPE, KV-cache write, attention      (attention_rope_head_sg.wgsl, per q head,
+//                                                      or per part of its keys at long contexts:
+//                                                      decode_layer_attention.wgsl)
 //   C  x += W_o · attn
 //   D  act = SwiGLU(W_gate_up · rmsnorm(x))            (post-attention RMSNorm)
 //   E  x += W_down · act
@@ -37,8 +39,10 @@ struct Params {
     // override: naga 30 evaluated `x % GROUPS` with an override `GROUPS` as if it were 1 (on
     // lavapipe the barrier then never waited).
     groups: u32,
-    _pad0: u32,
-    _pad1: u32,
+    // Most workgroups one head's keys are split over, and the fewest keys each part gets
+    // (decode_layer_attention.wgsl).
+    max_chunks: u32,
+    chunk_keys: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -49,7 +53,8 @@ struct Params {
 @group(0) @binding(9) var<storage, read_write> attn: array<atomic<u32>>;
 @group(0) @binding(10) var<storage, read_write> x: array<atomic<u32>>;
 @group(0) @binding(11) var<storage, read_write> act: array<atomic<u32>>;
-// [0]: barrier arrivals (every dispatch adds a multiple of groups); [1]: waits that gave up.
+// [0]: barrier arrivals (every dispatch adds a multiple of groups); [1]: waits that gave up;
+// from [4]: split attention's partial outputs and softmax states.
 @group(0) @binding(12) var<storage, read_write> sync: array<atomic<u32>>;
 @group(0) @binding(13) var<storage, read> input_norm: array<vec4<u32>>;
 @group(0) @binding(14) var<storage, read> w_qkv: array<vec4<u32>>;
@@ -75,10 +80,6 @@ var<workgroup> wg_row: vec2<u32>;
 
 fn load_qkv(i: u32) -> f32 {
     return bitcast<f32>(atomicLoad(&qkv[i]));
-}
-
-fn store_out(i: u32, v: f32) {
-    atomicStore(&attn[i], bitcast<u32>(v));
 }
 
 fn weight(which: u32, i: u32) -> vec4<u32> {
@@ -202,15 +203,17 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
     }
     grid_barrier(t);
 
-    // B: attention, one q head per workgroup at a time.
-    for (var head = wid.x; head < p.n_heads; head += p.groups) {
-        attend_head(t, head, 0u, row.x, row.y, head * p.head_dim);
-        workgroupBarrier();
-    }
+    // B: attention, one q head (or one part of a head's keys) per workgroup at a time.
+    let chunks = chunk_count(row.y);
+    attend_chunks(t, wid.x, row, chunks);
     grid_barrier(t);
 
     // C: x += W_o · attn, a row's two halves at once.
-    _ = load_input(t, ATTN, q_width);
+    if (chunks > 1u) {
+        load_merged(t, chunks);
+    } else {
+        _ = load_input(t, ATTN, q_width);
+    }
     workgroupBarrier();
     for (var r0 = first; r0 < h; r0 += stride) {
         let r = r0 + sg;

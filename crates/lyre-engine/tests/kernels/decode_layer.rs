@@ -5,7 +5,9 @@
 //! whole KV cache, and that every barrier met all workgroups (none gave up).
 
 use lyre_engine::gpu::{Dispatch, RowCount, RowCounts};
-use lyre_engine::kernels::decode_layer::{grid_size, persistent_groups, workgroup_bytes, GridSync};
+use lyre_engine::kernels::decode_layer::{
+    grid_size, persistent_groups, sync_bytes, workgroup_bytes, AttentionSplit, GridSync,
+};
 use lyre_engine::kernels::grid_residency::grid_is_resident;
 use lyre_engine::kernels::qk_norm_rope::Heads;
 use lyre_engine::model::rope::RopeTables;
@@ -70,8 +72,8 @@ struct Run {
 #[derive(Clone, Copy)]
 enum Mode {
     Separate,
-    /// Persistent layers of this many workgroups.
-    Grid(u32),
+    /// Persistent layers of this many workgroups, splitting long heads' keys so.
+    Grid(u32, AttentionSplit),
     /// Persistent layers waiting for two workgroups with one launched, after
     /// `Dispatch::leave_persistent` (`left`) or not.
     ShortGrid {
@@ -79,20 +81,22 @@ enum Mode {
     },
 }
 
-/// Runs `STEPS` decode steps of the two-layer stack at one row (cache slot `SLOT`, positions
+/// Runs `steps` decode steps of the two-layer stack at one row (cache slot `SLOT`, positions
 /// 0, 1, ...).
-fn run(gpu: &Gpu, s: &StackShape, layers: &[LayerWeights], mode: Mode, format: KvFormat) -> Run {
+fn run(gpu: &Gpu, s: &StackShape, layers: &[LayerWeights], mode: Mode, format: KvFormat, steps: u32) -> Run {
     let ctx = &gpu.ctx;
     let bufs = StackBuffers::new(ctx, "t", s, 2).unwrap();
-    let kv = KvBuffers::new(ctx, "t.kv", s, 2, STEPS as usize + 2, format).unwrap();
+    let kv = KvBuffers::new(ctx, "t.kv", s, 2, steps as usize + 2, format).unwrap();
     let rope =
-        RopeTables::new(ctx, "t.rope", STEPS as usize + 2, s.heads.head_dim as usize, s.rope_theta).unwrap();
+        RopeTables::new(ctx, "t.rope", steps as usize + 2, s.heads.head_dim as usize, s.rope_theta).unwrap();
     let row_desc = gpu.buf(&[SLOT, 0, 0, 0]);
-    let counter = gpu.buf(&[0u32; 4]);
+    let counter = gpu.buf(&vec![0u32; sync_bytes(&[s.heads]) as usize / 4]);
     let grid = match mode {
         Mode::Separate => None,
-        Mode::Grid(groups) => Some(GridSync { groups, counter: &counter, held_back: 0 }),
-        Mode::ShortGrid { .. } => Some(GridSync { groups: 2, counter: &counter, held_back: 1 }),
+        Mode::Grid(groups, split) => Some(GridSync { groups, counter: &counter, held_back: 0, split }),
+        Mode::ShortGrid { .. } => {
+            Some(GridSync { groups: 2, counter: &counter, held_back: 1, split: AttentionSplit::default() })
+        }
     };
     let mut dispatches: Vec<Dispatch> = StackRun {
         label: "t",
@@ -114,7 +118,7 @@ fn run(gpu: &Gpu, s: &StackShape, layers: &[LayerWeights], mode: Mode, format: K
     }
     let mut r = rng(99);
     let mut x = Vec::new();
-    for pos in 0..STEPS {
+    for pos in 0..steps {
         ctx.queue.write_buffer(&row_desc, 0, bytemuck::cast_slice(&[SLOT, pos, 0, 0]));
         ctx.queue.write_buffer(&bufs.x, 0, bytemuck::cast_slice(&randn(&mut r, s.hidden, 2.0)));
         gpu.run(RowCounts { talker_rows: 1, sessions: 1 }, &dispatches);
@@ -130,17 +134,18 @@ fn run(gpu: &Gpu, s: &StackShape, layers: &[LayerWeights], mode: Mode, format: K
 }
 
 fn check(groups: u32) {
-    check_format(groups, KvFormat::F32);
+    check_with(groups, KvFormat::F32, AttentionSplit::default(), STEPS);
 }
 
-/// `groups` workgroups against the separate dispatches, with the KV cache in `format`.
-fn check_format(groups: u32, format: KvFormat) {
+/// `groups` workgroups against the separate dispatches over `steps` steps, with the KV cache in
+/// `format` and heads split so.
+fn check_with(groups: u32, format: KvFormat, split: AttentionSplit, steps: u32) {
     let gpu = Gpu::new();
     let size = gpu.ctx.fixed_subgroup_size().expect("an adapter with subgroups of one size");
     let s = shape(size);
     let layers = layer_weights(&gpu, &s, 5);
-    let want = run(&gpu, &s, &layers, Mode::Separate, format);
-    let got = run(&gpu, &s, &layers, Mode::Grid(groups), format);
+    let want = run(&gpu, &s, &layers, Mode::Separate, format, steps);
+    let got = run(&gpu, &s, &layers, Mode::Grid(groups, split), format, steps);
     // The two paths' f32 sums differ in the last bits, which can move a value across an f16
     // rounding boundary: one f16 step (~1e-3 at these magnitudes) in the cache, and what it
     // does to the next layer.
@@ -158,7 +163,7 @@ fn check_format(groups: u32, format: KvFormat) {
     assert_eq!(got.sync[1], 0, "{groups} workgroups: barrier waits gave up (grid not resident)");
     if groups > 1 {
         // Four barriers per layer, every workgroup arriving at each.
-        assert_eq!(got.sync[0], STEPS * s.layers as u32 * 4 * groups);
+        assert_eq!(got.sync[0], steps * s.layers as u32 * 4 * groups);
     }
 }
 
@@ -171,15 +176,15 @@ fn a_short_grid_gives_up_and_leaving_it_runs_separate_dispatches() {
     let size = gpu.ctx.fixed_subgroup_size().expect("an adapter with subgroups of one size");
     let s = shape(size);
     let layers = layer_weights(&gpu, &s, 5);
-    let short = run(&gpu, &s, &layers, Mode::ShortGrid { left: false }, KvFormat::F32);
+    let short = run(&gpu, &s, &layers, Mode::ShortGrid { left: false }, KvFormat::F32, STEPS);
     // Every barrier of the one workgroup: four per layer and step.
     // Four barriers per layer and step, one arrival each; barrier k waits for arrival
     // (k & !1) + 2, so every even-numbered one gives up (the odd ones find their pair's first).
     let barriers = STEPS * s.layers as u32 * 4;
     assert_eq!(short.sync[0], barriers, "arrivals");
     assert_eq!(short.sync[1], barriers / 2, "waits that gave up");
-    let want = run(&gpu, &s, &layers, Mode::Separate, KvFormat::F32);
-    let left = run(&gpu, &s, &layers, Mode::ShortGrid { left: true }, KvFormat::F32);
+    let want = run(&gpu, &s, &layers, Mode::Separate, KvFormat::F32, STEPS);
+    let left = run(&gpu, &s, &layers, Mode::ShortGrid { left: true }, KvFormat::F32, STEPS);
     assert_eq!(left.sync, [0; 4], "no persistent dispatch ran");
     assert_eq!(left.x, want.x, "the separate dispatches' residual stream");
     assert_eq!((left.k, left.v), (want.k, want.v));
@@ -197,7 +202,8 @@ fn the_recorded_dispatches_follow_the_rows_and_leaving_the_grid() {
     let bufs = StackBuffers::new(ctx, "t", &s, 2).unwrap();
     let kv = KvBuffers::new(ctx, "t.kv", &s, 2, 4, KvFormat::F32).unwrap();
     let rope = RopeTables::new(ctx, "t.rope", 4, s.heads.head_dim as usize, s.rope_theta).unwrap();
-    let (row_desc, counter) = (gpu.buf(&[0u32; 8]), gpu.buf(&[0u32; 4]));
+    let (row_desc, counter) =
+        (gpu.buf(&[0u32; 8]), gpu.buf(&vec![0u32; sync_bytes(&[s.heads]) as usize / 4]));
     let build = |grid| {
         StackRun {
             label: "t",
@@ -213,7 +219,8 @@ fn the_recorded_dispatches_follow_the_rows_and_leaving_the_grid() {
         .build(&gpu.env())
         .unwrap()
     };
-    let mut dispatches = build(Some(GridSync { groups: 1, counter: &counter, held_back: 0 }));
+    let grid = GridSync { groups: 1, counter: &counter, held_back: 0, split: AttentionSplit::default() };
+    let mut dispatches = build(Some(grid));
     let without_grid = build(None);
     let recorded = |dispatches: &[Dispatch], sessions: u32| {
         let counts = RowCounts { talker_rows: sessions, sessions };
@@ -243,7 +250,15 @@ fn one_workgroup_matches_separate_dispatches() {
 /// dispatches read them back.
 #[test]
 fn one_workgroup_matches_separate_dispatches_with_an_f16_cache() {
-    check_format(1, KvFormat::F16);
+    check_with(1, KvFormat::F16, AttentionSplit::default(), STEPS);
+}
+
+/// A head's keys split into up to four parts of at least three keys (positions 0–23: one part
+/// up to position 4, four from 11), merged in the next phase; one workgroup attends every part
+/// in turn, so the split and the merge run on any adapter.
+#[test]
+fn split_attention_matches_separate_dispatches() {
+    check_with(1, KvFormat::F32, AttentionSplit { max_chunks: Some(4), chunk_keys: 3 }, 24);
 }
 
 /// Several workgroups meeting at grid barriers, on GPUs. On CPU adapters persistent layers
@@ -265,7 +280,11 @@ fn the_adapter_default_grid_matches_separate_dispatches() {
     let s = shape(gpu.ctx.fixed_subgroup_size().expect("an adapter with subgroups of one size"));
     match persistent_groups(&gpu.ctx, workgroup_bytes(s.heads, s.hidden as u32, s.inter as u32)) {
         0 => assert!(gpu.ctx.is_cpu(), "persistent layers are off on a GPU"),
-        groups => check(groups),
+        groups => {
+            check(groups);
+            // Heads split over the grid's workgroups (16 heads: 8 parts each on 128).
+            check_with(groups, KvFormat::F32, AttentionSplit { max_chunks: None, chunk_keys: 3 }, 24);
+        }
     }
 }
 
