@@ -1,5 +1,6 @@
 //! The engine: many sessions, one batched GPU pass per frame.
 
+mod cp_plan;
 mod probe;
 mod profile;
 mod reference;
