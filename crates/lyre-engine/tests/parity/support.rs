@@ -1,26 +1,11 @@
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lyre_engine::checkpoint::ModelDir;
-use lyre_engine::gpu::{GpuContext, GpuOptions};
 use lyre_engine::{Engine, EngineOptions};
-use safetensors::tensor::Dtype;
-use safetensors::SafeTensors;
 
-pub fn shared() -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
-    std::env::var_os("LYRE_SHARED").map(PathBuf::from).unwrap_or(p)
-}
-
-pub fn fixture(name: &str) -> PathBuf {
-    let p = shared().join("fixtures").join(name);
-    assert!(p.is_dir(), "fixture {} is missing", p.display());
-    p
-}
-
-pub fn gpu() -> Arc<GpuContext> {
-    Arc::new(GpuContext::new(&GpuOptions::from_env()).expect("a wgpu adapter (CI uses lavapipe)"))
-}
+#[path = "../common/fixtures.rs"]
+mod fixtures;
+pub use fixtures::*;
 
 pub fn engine(name: &str, max_sessions: usize) -> Engine {
     engine_with(name, max_sessions, true)
@@ -47,61 +32,6 @@ pub fn options(max_sessions: usize, capture_logits: bool) -> EngineOptions {
 pub fn engine_from(name: &str, opts: EngineOptions) -> Engine {
     let model = Arc::new(ModelDir::open(fixture(name)).expect("fixture loads"));
     Engine::new(gpu(), model, opts).expect("engine")
-}
-
-/// One reference file of a fixture's `refs/`.
-pub struct Refs {
-    bytes: Vec<u8>,
-}
-
-impl Refs {
-    pub fn open(fixture_name: &str, group: &str) -> Self {
-        let path = fixture(fixture_name).join("refs").join(format!("{group}.safetensors"));
-        Refs { bytes: std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())) }
-    }
-
-    fn view(&self) -> SafeTensors<'_> {
-        SafeTensors::deserialize(&self.bytes).expect("valid refs file")
-    }
-
-    pub fn has(&self, name: &str) -> bool {
-        self.view().tensor(name).is_ok()
-    }
-
-    pub fn shape(&self, name: &str) -> Vec<usize> {
-        self.view().tensor(name).unwrap().shape().to_vec()
-    }
-
-    pub fn f32(&self, name: &str) -> Vec<f32> {
-        let st = self.view();
-        let t = st.tensor(name).unwrap_or_else(|_| panic!("ref tensor {name}"));
-        assert_eq!(t.dtype(), Dtype::F32, "{name}");
-        bytemuck::pod_collect_to_vec(t.data())
-    }
-
-    pub fn i64(&self, name: &str) -> Vec<i64> {
-        let st = self.view();
-        let t = st.tensor(name).unwrap_or_else(|_| panic!("ref tensor {name}"));
-        assert_eq!(t.dtype(), Dtype::I64, "{name}");
-        bytemuck::pod_collect_to_vec(t.data())
-    }
-
-    pub fn u32(&self, name: &str) -> Vec<u32> {
-        self.i64(name).into_iter().map(|v| v as u32).collect()
-    }
-}
-
-/// The `meta` object of one refs group in `refs/manifest.json`.
-pub fn meta(fixture_name: &str, group: &str) -> serde_json::Value {
-    let path = fixture(fixture_name).join("refs/manifest.json");
-    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    m[group]["meta"].clone()
-}
-
-pub fn e2e_cases(fixture_name: &str) -> Vec<String> {
-    let path = fixture(fixture_name).join("refs/manifest.json");
-    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    m.as_object().unwrap().keys().filter(|k| k.starts_with("e2e_")).cloned().collect()
 }
 
 /// Asserts cosine similarity ≥ `min_cos` and max|Δ| ≤ `rel_tol` × max|reference|; returns max|Δ|.

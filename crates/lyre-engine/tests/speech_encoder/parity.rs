@@ -31,7 +31,7 @@ fn codes_equal_the_official_encoder() {
     let refs = Refs::open("tiny-base", "speech_encoder");
     let wav = refs.f32("wav");
     assert_eq!(wav.len(), 25_000);
-    let want = refs.codes("codes");
+    let want = refs.frames("codes");
     assert_eq!(want.len(), 14);
     let got = encoder().encode(&wav).expect("encodes");
     assert_eq!(got.len(), want.len(), "frames");
@@ -50,7 +50,7 @@ fn icl_reference_codes_equal_ours() {
     for case in ["e2e_base_icl_stream_english", "e2e_base_icl_nonstream_auto"] {
         let e2e = Refs::open("tiny-base", case);
         assert_eq!(e2e.shape("ref_code"), vec![14, 16], "{case}");
-        let want = e2e.codes("ref_code");
+        let want = e2e.frames("ref_code");
         assert_eq!(first_difference(&ours, &want), None, "{case}: (frame, quantizer, ours, official)");
     }
 }

@@ -1,18 +1,8 @@
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use safetensors::tensor::Dtype;
-use safetensors::SafeTensors;
-
-pub fn shared() -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
-    std::env::var_os("LYRE_SHARED").map(PathBuf::from).unwrap_or(p)
-}
-
-pub fn fixture(name: &str) -> PathBuf {
-    let p = shared().join("fixtures").join(name);
-    assert!(p.is_dir(), "fixture {} is missing", p.display());
-    p
-}
+#[path = "../common/fixtures.rs"]
+mod fixtures;
+pub use fixtures::*;
 
 pub fn data(name: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
@@ -22,12 +12,7 @@ pub fn data(name: &str) -> Vec<u8> {
 
 /// One f32 tensor of a fixture's `refs/{group}.safetensors`.
 pub fn ref_f32(fixture_name: &str, group: &str, name: &str) -> Vec<f32> {
-    let path = fixture(fixture_name).join("refs").join(format!("{group}.safetensors"));
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let st = SafeTensors::deserialize(&bytes).expect("valid refs file");
-    let t = st.tensor(name).unwrap_or_else(|_| panic!("ref tensor {name}"));
-    assert_eq!(t.dtype(), Dtype::F32, "{name}");
-    bytemuck::pod_collect_to_vec(t.data())
+    Refs::open(fixture_name, group).f32(name)
 }
 
 pub fn max_abs(v: &[f32]) -> f32 {
