@@ -153,17 +153,17 @@ impl KvBuffers {
             ));
         }
         let size = (slots * s.kv() * max_pos * format.bytes()) as u64;
-        if size > ctx.max_binding() && format == KvFormat::F32 {
-            return Err(EngineError::Capacity(format!(
-                "one layer's KV cache for {slots} sessions × {max_pos} positions needs {size} bytes, \
-                 more than this adapter's largest storage binding ({} bytes); an f16 KV cache \
-                 (engine.kv_cache = \"f16\") halves it, or lower max_sessions / max_positions",
-                ctx.max_binding()
-            )));
-        }
+        // A layer's buffer over the adapter's largest binding: storage_zeroed's error, with the
+        // remedy that keeps the sessions and positions.
+        let too_large = |e| match e {
+            EngineError::Capacity(m) if format == KvFormat::F32 => {
+                EngineError::Capacity(format!("{m}; an f16 KV cache (engine.kv_cache = \"f16\") halves it"))
+            }
+            e => e,
+        };
         let mk = |kind: &str| {
             (0..s.layers)
-                .map(|l| ctx.storage_zeroed(&format!("{label}.{kind}{l}"), size))
+                .map(|l| ctx.storage_zeroed(&format!("{label}.{kind}{l}"), size).map_err(too_large))
                 .collect::<Result<Vec<_>>>()
         };
         Ok(KvBuffers { k: mk("k")?, v: mk("v")?, max_pos: max_pos as u32, format })

@@ -213,3 +213,28 @@ fn subgroup_kernel_covers_many_keys_and_rows() {
         14,
     );
 }
+
+/// A KV cache whose layer buffer exceeds the adapter's largest binding is a capacity error (no
+/// allocation) that names the buffer and, for an f32 cache, the f16 remedy.
+#[test]
+fn an_oversized_kv_cache_is_a_capacity_error() {
+    use lyre_engine::model::transformer::{KvBuffers, StackShape};
+    let gpu = Gpu::new();
+    let s = StackShape {
+        hidden: 64,
+        inter: 128,
+        layers: 1,
+        heads: Heads { n_heads: 4, n_kv_heads: 2, head_dim: 64 },
+        eps: 1e-6,
+        rope_theta: 1e6,
+    };
+    let per_slot = 2 * 64 * 4096 * 4;
+    let slots = (gpu.ctx.max_binding() / per_slot + 1) as usize;
+    for (format, remedy) in [(KvFormat::F32, true), (KvFormat::F16, false)] {
+        let slots = if format == KvFormat::F16 { 2 * slots } else { slots };
+        let e = KvBuffers::new(&gpu.ctx, "big.kv", &s, slots, 4096, format).err().expect("too large");
+        let m = e.to_string();
+        assert!(m.starts_with("capacity:") && m.contains("big.kv.k0"), "{m}");
+        assert_eq!(m.contains("engine.kv_cache = \"f16\""), remedy, "{m}");
+    }
+}
