@@ -81,36 +81,68 @@ enum Mode {
     },
 }
 
+/// The two-layer stack's buffers (one row, cache slots 0 and 1) and its grid counter.
+struct Stack {
+    bufs: StackBuffers,
+    kv: KvBuffers,
+    rope: RopeTables,
+    row_desc: wgpu::Buffer,
+    counter: wgpu::Buffer,
+}
+
+impl Stack {
+    fn new(gpu: &Gpu, s: &StackShape, positions: usize, format: KvFormat) -> Self {
+        let ctx = &gpu.ctx;
+        Stack {
+            bufs: StackBuffers::new(ctx, "t", s, 2).unwrap(),
+            kv: KvBuffers::new(ctx, "t.kv", s, 2, positions, format).unwrap(),
+            rope: RopeTables::new(ctx, "t.rope", positions, s.heads.head_dim as usize, s.rope_theta).unwrap(),
+            row_desc: gpu.buf(&[SLOT, 0, 0, 0]),
+            counter: gpu.buf(&vec![0u32; sync_bytes(&[s.heads]) as usize / 4]),
+        }
+    }
+
+    /// The grid over this stack's counter.
+    fn grid(&self, groups: u32, held_back: u32, split: AttentionSplit) -> GridSync<'_> {
+        GridSync { groups, counter: &self.counter, held_back, split }
+    }
+
+    /// The stack's dispatches at one row per session, persistent where `grid` is set.
+    fn dispatches(
+        &self,
+        gpu: &Gpu,
+        s: &StackShape,
+        layers: &[LayerWeights],
+        grid: Option<GridSync>,
+    ) -> Vec<Dispatch> {
+        StackRun {
+            label: "t",
+            shape: s,
+            layers,
+            bufs: &self.bufs,
+            kv: &self.kv,
+            rope: &self.rope,
+            row_desc: &self.row_desc,
+            rows: RowCount::Sessions,
+            grid,
+        }
+        .build(&gpu.env())
+        .unwrap()
+    }
+}
+
 /// Runs `steps` decode steps of the two-layer stack at one row (cache slot `SLOT`, positions
 /// 0, 1, ...).
 fn run(gpu: &Gpu, s: &StackShape, layers: &[LayerWeights], mode: Mode, format: KvFormat, steps: u32) -> Run {
     let ctx = &gpu.ctx;
-    let bufs = StackBuffers::new(ctx, "t", s, 2).unwrap();
-    let kv = KvBuffers::new(ctx, "t.kv", s, 2, steps as usize + 2, format).unwrap();
-    let rope =
-        RopeTables::new(ctx, "t.rope", steps as usize + 2, s.heads.head_dim as usize, s.rope_theta).unwrap();
-    let row_desc = gpu.buf(&[SLOT, 0, 0, 0]);
-    let counter = gpu.buf(&vec![0u32; sync_bytes(&[s.heads]) as usize / 4]);
+    let stack = Stack::new(gpu, s, steps as usize + 2, format);
     let grid = match mode {
         Mode::Separate => None,
-        Mode::Grid(groups, split) => Some(GridSync { groups, counter: &counter, held_back: 0, split }),
-        Mode::ShortGrid { .. } => {
-            Some(GridSync { groups: 2, counter: &counter, held_back: 1, split: AttentionSplit::default() })
-        }
+        Mode::Grid(groups, split) => Some(stack.grid(groups, 0, split)),
+        Mode::ShortGrid { .. } => Some(stack.grid(2, 1, AttentionSplit::default())),
     };
-    let mut dispatches: Vec<Dispatch> = StackRun {
-        label: "t",
-        shape: s,
-        layers,
-        bufs: &bufs,
-        kv: &kv,
-        rope: &rope,
-        row_desc: &row_desc,
-        rows: RowCount::Sessions,
-        grid,
-    }
-    .build(&gpu.env())
-    .unwrap();
+    let mut dispatches = stack.dispatches(gpu, s, layers, grid);
+    let Stack { bufs, kv, row_desc, counter, .. } = &stack;
     let persistent = dispatches.iter().all(|d| d.label.ends_with(".layer"));
     assert_eq!(persistent, grid.is_some(), "{:?}", dispatches.iter().map(|d| &d.label).collect::<Vec<_>>());
     if let Mode::ShortGrid { left: true } = mode {
@@ -119,12 +151,12 @@ fn run(gpu: &Gpu, s: &StackShape, layers: &[LayerWeights], mode: Mode, format: K
     let mut r = rng(99);
     let mut x = Vec::new();
     for pos in 0..steps {
-        ctx.queue.write_buffer(&row_desc, 0, bytemuck::cast_slice(&[SLOT, pos, 0, 0]));
+        ctx.queue.write_buffer(row_desc, 0, bytemuck::cast_slice(&[SLOT, pos, 0, 0]));
         ctx.queue.write_buffer(&bufs.x, 0, bytemuck::cast_slice(&randn(&mut r, s.hidden, 2.0)));
         gpu.run(RowCounts { talker_rows: 1, sessions: 1 }, &dispatches);
         x.push(gpu.read::<f32>(&bufs.x)[..s.hidden].to_vec());
     }
-    let sync: Vec<u32> = gpu.read(&counter);
+    let sync: Vec<u32> = gpu.read(counter);
     Run {
         x,
         k: read_kv(gpu, &kv.k[s.layers - 1], format),
@@ -198,30 +230,10 @@ fn the_recorded_dispatches_follow_the_rows_and_leaving_the_grid() {
     let gpu = Gpu::new();
     let s = shape(gpu.ctx.fixed_subgroup_size().expect("an adapter with subgroups of one size"));
     let layers = layer_weights(&gpu, &s, 5);
-    let ctx = &gpu.ctx;
-    let bufs = StackBuffers::new(ctx, "t", &s, 2).unwrap();
-    let kv = KvBuffers::new(ctx, "t.kv", &s, 2, 4, KvFormat::F32).unwrap();
-    let rope = RopeTables::new(ctx, "t.rope", 4, s.heads.head_dim as usize, s.rope_theta).unwrap();
-    let (row_desc, counter) =
-        (gpu.buf(&[0u32; 8]), gpu.buf(&vec![0u32; sync_bytes(&[s.heads]) as usize / 4]));
-    let build = |grid| {
-        StackRun {
-            label: "t",
-            shape: &s,
-            layers: &layers,
-            bufs: &bufs,
-            kv: &kv,
-            rope: &rope,
-            row_desc: &row_desc,
-            rows: RowCount::Sessions,
-            grid,
-        }
-        .build(&gpu.env())
-        .unwrap()
-    };
-    let grid = GridSync { groups: 1, counter: &counter, held_back: 0, split: AttentionSplit::default() };
-    let mut dispatches = build(Some(grid));
-    let without_grid = build(None);
+    let stack = Stack::new(&gpu, &s, 4, KvFormat::F32);
+    let mut dispatches =
+        stack.dispatches(&gpu, &s, &layers, Some(stack.grid(1, 0, AttentionSplit::default())));
+    let without_grid = stack.dispatches(&gpu, &s, &layers, None);
     let recorded = |dispatches: &[Dispatch], sessions: u32| {
         let counts = RowCounts { talker_rows: sessions, sessions };
         let mut labels = Vec::new();
