@@ -7,6 +7,13 @@ frames x 1920 samples, and a `done` must arrive. Reports time to first audio (cl
 
     python3 scripts/loadgen.py --url http://127.0.0.1:8080 --ws 64 --http 8 --frames 12
 
+With `--rates`, open-loop load instead (scripts/openloop.py): Poisson arrivals at each rate for
+`--duration` seconds, texts from scripts/corpus/english.txt, over `--transport ws|http|mixed`;
+reports TTFA p50/p95/p99, per-stream real-time factor and underruns, and the highest rate with
+p95 TTFA <= `--ttfa-bound-ms` and no underrun:
+
+    python3 scripts/loadgen.py --url http://127.0.0.1:8080 --rates 5,10,20,40 --duration 30
+
 Also a library: tests/reliability and scripts/soak.py import `ws_session`, `http_session`, `run`.
 """
 import argparse
@@ -128,13 +135,37 @@ def main():
     ap.add_argument("--frames", type=int, default=12, help="frames per session (EOS ignored)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds a session may take")
     ap.add_argument("--json", help="also write the summary here")
+    ap.add_argument("--rates", help="open-loop mode: comma-separated arrival rates (requests/s)")
+    ap.add_argument("--duration", type=float, default=30, help="open-loop: seconds of arrivals per rate")
+    ap.add_argument("--transport", choices=["ws", "http", "mixed"], default="ws", help="open-loop transport")
+    ap.add_argument("--voice", default="ryan", help="open-loop: the voice every request uses")
+    ap.add_argument("--key", help="open-loop: API key")
+    ap.add_argument("--seed", type=int, default=0, help="open-loop: arrivals and texts")
+    ap.add_argument("--ttfa-bound-ms", type=float, default=100, help="open-loop: the p95 TTFA bound")
     args = ap.parse_args()
+    if args.rates:
+        return open_loop(args)
     summary = asyncio.run(run(args.url, args.ws, args.http, args.frames, timeout=args.timeout))
     print(json.dumps(summary))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=2)
     sys.exit(1 if summary["failed"] else 0)
+
+
+def open_loop(args):
+    import openloop
+
+    rates = [float(r) for r in args.rates.split(",")]
+    rows = asyncio.run(openloop.sweep(args.url, rates, args.duration, args.transport, args.voice, args.seed,
+                                      args.key))
+    best = openloop.best_rate(rows, args.ttfa_bound_ms)
+    print(openloop.table(rows))
+    print(f"highest rate with p95 TTFA <= {args.ttfa_bound_ms:g} ms and no underrun: {best}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "best_rate_rps": best, "ttfa_bound_ms": args.ttfa_bound_ms}, f, indent=2)
+    sys.exit(1 if any(r["errors"] for r in rows) else 0)
 
 
 if __name__ == "__main__":

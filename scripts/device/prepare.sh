@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Fills the ignored folders that the lent H200 needs (see docs/PERFORMANCE.md, "Device runs"):
-#   .gl/   the Vulkan loader and glvnd libraries (that machine has the NVIDIA driver, no loader)
+# Fills the ignored folders that an NVIDIA GPU host needs for scripts/device/nvidia.sh
+# (docs/performance.md, "Reproducing the figures"):
+#   .gl/   the Vulkan loader and glvnd libraries (those machines have the NVIDIA driver, no loader)
 #   .dev/  the release `lyre`, the kernel-test binaries, the mat-vec and grid-barrier
 #          microbenchmarks, make_random_real.py with the 0.6B and 1.7B CustomVoice manifests and
 #          the tokenizer files, and the official baseline script
-#   .whl/  the wheels the official baseline needs beside the machine's torch
-#   .fx/   the fixture-parity test binary and the tiny CustomVoice fixture without its decoder
-#          stage references (44 MB: carry it alone with .gl, for `h200.sh parity`)
-# Then: device run with carry [".gl", ".dev", ".whl"] and `bash scripts/device/h200.sh MODE`.
+#   .whl/  the wheels the official baseline, the peers (faster-qwen3-tts, faster-qwen3-tts-batch)
+#          and the load generator need beside the machine's torch
+# Then: run with carry [".gl", ".dev", ".whl"] and `bash scripts/device/nvidia.sh MODE`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SHARED="${LYRE_SHARED:-$(cd .. && pwd)/shared}"
-grep -qx '/.gl/' .git/info/exclude 2>/dev/null || printf '/.gl/\n/.dev/\n/.whl/\n/.fx/\n' >> .git/info/exclude
+grep -qx '/.gl/' .git/info/exclude 2>/dev/null || printf '/.gl/\n/.dev/\n/.whl/\n' >> .git/info/exclude
 
 if [ ! -e .gl/libvulkan1_*.deb ] 2>/dev/null || [ -z "$(ls .gl/*.deb 2>/dev/null)" ]; then
   mkdir -p .gl /tmp/amd64/partial
@@ -27,10 +27,10 @@ for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         print(m["target"]["name"], m["executable"])')
-rm -rf .dev .fx && mkdir -p .dev/manifests .dev/tok .fx/fixtures/tiny-custom-voice/refs
+rm -rf .dev && mkdir -p .dev/manifests .dev/tok
 cp target/release/lyre .dev/
 while read -r name path; do
-  case "$name" in parity) cp "$path" .fx/test-parity ;; *) cp "$path" ".dev/test-$name" ;; esac
+  cp "$path" ".dev/test-$name"
 done <<< "$bins"
 benches=$(cargo bench --locked -p lyre-engine --bench matvec --bench grid_barrier --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
@@ -39,21 +39,23 @@ for l in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["bench"]:
         print(m["target"]["name"].replace("_", "-"), m["executable"])')
 while read -r name path; do cp "$path" ".dev/bench-$name"; done <<< "$benches"
-strip .dev/lyre .dev/bench-* .dev/test-* .fx/test-parity 2>/dev/null || true
-fx="$SHARED/fixtures/tiny-custom-voice"
-(cd "$fx" && cp -r config.json generation_config.json merges.txt model.safetensors speech_tokenizer \
-  tokenizer_config.json vocab.json "$OLDPWD/.fx/fixtures/tiny-custom-voice/")
-find "$fx/refs" -maxdepth 1 -type f ! -name speech_decoder.safetensors -exec cp {} .fx/fixtures/tiny-custom-voice/refs/ \;
+strip .dev/lyre .dev/bench-* .dev/test-* 2>/dev/null || true
 cp "$SHARED/reference/oracle/make_random_real.py" "$SHARED/reference/oracle/tiny_configs.py" .dev/
-for m in 0.6B-CustomVoice 1.7B-CustomVoice; do
+for m in 0.6B-CustomVoice 1.7B-CustomVoice 0.6B-Base; do
   cp "$SHARED/reference/manifests/Qwen3-TTS-12Hz-$m.json" .dev/manifests/
 done
 for f in vocab.json merges.txt tokenizer_config.json; do cp "$SHARED/fixtures/tiny-custom-voice/$f" .dev/tok/; done
 cp "$SHARED/device/baseline/bench_qwen.py" .dev/
 
 if [ -z "$(ls .whl/*.whl 2>/dev/null)" ]; then
+  # The official package pins transformers 4.57.3 (its own PYTHONPATH there); the peers run on
+  # the machine's transformers (>= 5.15) with qwen-tts-hf; the load generator needs websockets
+  # and httpx.
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-    -d .whl qwen-tts==0.1.1 transformers==4.57.3 accelerate==1.12.0 huggingface_hub==0.36.2 tokenizers==0.22.2
+    -d .whl qwen-tts==0.1.1 transformers==4.57.3 accelerate==1.12.0 huggingface_hub==0.36.2 tokenizers==0.22.2 \
+    faster-qwen3-tts==0.5.4 faster-qwen3-tts-batch==0.2.0 qwen-tts-hf==0.1.1.post1 soundfile==0.14.0 \
+    websockets==17.4 httpx==0.28.1 httpcore==1.0.9 h11==0.16.0 anyio==4.9.0 sniffio==1.3.1 \
+    certifi==2025.4.26 idna==3.10
 fi
-du -sh .gl .dev .fx .whl
+du -sh .gl .dev .whl

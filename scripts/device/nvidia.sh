@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# The benchmark driver for an NVIDIA GPU host (H100, H200: Vulkan through the NVIDIA driver). Run
+# from the checkout root there, with `.gl` and `.dev` carried (and `.whl` for the official and
+# peer baselines); scripts/device/prepare.sh fills them here. Results go to $OUT.
+#   nvidia.sh tests     the kernel tests (CPU references) on the GPU
+#   nvidia.sh engine    `lyre bench`: 0.6B and 1.7B CustomVoice at BATCHES (1,8,32,64,256), per-dispatch
+#                       profiles at 8/32/64, the KV cache in f32/f16 and attention split/unsplit
+#                       after 500 and 2000 positions, 0.6B Base at 8/32 (the batch peer's checkpoint)
+#   nvidia.sh server    `lyre serve` on 1.7B CustomVoice under open-loop load (scripts/loadgen.py
+#                       --rates RATES over the WebSocket, then streaming POST /v1/audio/speech)
+#   nvidia.sh peers     the official implementation's CUDA-graph loop, faster-qwen3-tts and
+#                       faster-qwen3-tts-batch (scripts/device/peers.py) on the same checkpoints
+#   nvidia.sh fidelity  Lyre against the official implementation at real size (scripts/fidelity/)
+#   nvidia.sh ab        .dev/lyre against .dev/lyre-b (another build, put there by hand)
+# Every mode ends by writing $OUT/latest.json (scripts/device/latest.py) from what it measured,
+# and everything lands in $OUT/results.tgz, saved after each step.
+set -uo pipefail
+MODE=${1:-engine}
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+if [ ! -e /usr/share/vulkan/icd.d/nvidia_icd.json ] && [ -e /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+fi
+export LYRE_MODEL_ALLOW_CPU_ADAPTER=0 RUST_LOG=warn PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu,memory.used --format=csv > "$OUT/gpu.txt" 2>&1
+log() { echo "[$(date +%T)] $*"; }
+# Earlier figures stay in latest.json unless this run measures them again.
+[ -e "$OUT/latest.json" ] || cp docs/bench/latest.json "$OUT/" 2>/dev/null
+
+model() { # model NAME DIR
+  [ -e "$2/model.safetensors" ] && return
+  python3 .dev/make_random_real.py ".dev/manifests/Qwen3-TTS-12Hz-$1.json" "$2" --tokenizer-dir .dev/tok > "$OUT/make-$1.log" 2>&1 \
+    || { log "make_random_real $1 failed"; tail -5 "$OUT/make-$1.log"; exit 1; }
+}
+
+bench() { # bench TAG DIR ARGS... (env set by the caller)
+  local tag=$1 dir=$2; shift 2
+  log "bench $tag"
+  timeout 300 "${LYRE:-.dev/lyre}" bench --model-dir "$dir" --json "$OUT/bench-$tag.json" "$@" > "$OUT/bench-$tag.txt" 2>&1
+  local rc=$?
+  [ $rc -ne 0 ] && { log "bench $tag rc=$rc"; tail -5 "$OUT/bench-$tag.txt"; }
+  grep -A 12 "^ batch" "$OUT/bench-$tag.txt" | grep -v "^ *[0-9.]* ms" | sed "s/^/$tag  /"
+}
+
+get() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen("http://" + sys.argv[1], timeout=5).read().decode())' "$1"; }
+
+save() {
+  python3 scripts/device/latest.py "$OUT" > "$OUT/latest.log" 2>&1 || tail -3 "$OUT/latest.log"
+  tar -C "$OUT" --exclude results.tgz -czf /tmp/results.tgz . && mv /tmp/results.tgz "$OUT/results.tgz"
+}
+
+wheels() { # wheels DIR PATTERN...: install the carried wheels matching PATTERNs into DIR
+  local dir=$1; shift
+  local files=()
+  for p in "$@"; do files+=(.whl/$p); done
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$dir" "${files[@]}" \
+    > "$OUT/pip-$(basename "$dir").log" 2>&1 || { log "pip $dir failed"; tail -3 "$OUT/pip-$(basename "$dir").log"; }
+}
+
+kernel_tests() {
+  for t in .dev/test-kernels .dev/test-decoder; do
+    $t --test-threads 1 kernels linear fused conv attention decode_layer > "$OUT/$(basename $t).log" 2>&1
+    echo "$(basename $t): $(grep -E '^test result' "$OUT/$(basename $t).log")"
+    grep -E "FAILED|panicked" "$OUT/$(basename $t).log" | head -5
+  done
+}
+
+official() { # the official implementation's CUDA-graph loop (bench_qwen.py's sections)
+  [ -n "$(ls .whl/qwen_tts-*.whl 2>/dev/null)" ] || { log "no wheels: official baseline skipped"; return; }
+  log "official baseline"
+  wheels /tmp/site-official 'qwen_tts-*.whl' 'transformers-4.57.3-*.whl' 'accelerate-*.whl' 'huggingface_hub-0.36.2-*.whl' 'tokenizers-0.22.2-*.whl'
+  cp .dev/bench_qwen.py .dev/tiny_configs.py scripts/device/official_sections.py /tmp/
+  PYTHONPATH=/tmp/site-official QB_SECTIONS=${QB_SECTIONS:-env,graph} QB_BUDGET_S=${QB_BUDGET_S:-150} \
+    timeout 240 python3 /tmp/official_sections.py > "$OUT/qwen_bench.log" 2>&1
+  log "official rc=$?"
+
+  grep -E "SUMMARY|Error" "$OUT/qwen_bench.log" | tail -3 | cut -c1-1500
+}
+
+peers() { # faster-qwen3-tts (0.6B CustomVoice) and faster-qwen3-tts-batch (0.6B Base)
+  [ -n "$(ls .whl/faster_qwen3_tts-*.whl 2>/dev/null)" ] || { log "no peer wheels"; return; }
+  wheels /tmp/site-peers 'faster_qwen3_tts-*.whl' 'faster_qwen3_tts_batch-*.whl' 'qwen_tts_hf-*.whl' 'soundfile-*.whl'
+  local pp=/tmp/site-peers
+  python3 -c 'import librosa' 2>/dev/null || pp=$pp:$PWD/scripts/device/librosa_stub
+  for m in faster:/tmp/m06 batched:/tmp/m06b; do
+    log "peer ${m%%:*}"
+    PYTHONPATH=$pp timeout 300 python3 scripts/device/peers.py "${m%%:*}" "${m#*:}" "$OUT/peer-${m%%:*}.json" \
+      > "$OUT/peer-${m%%:*}.log" 2>&1
+    log "rc=$?"; grep -E "SUMMARY|Error" "$OUT/peer-${m%%:*}.log" | tail -2 | cut -c1-1200
+    save
+  done
+}
+
+server() { # server DIR: lyre serve under open-loop load
+  local dir=$1 port=18080
+  log "server on $(basename "$dir")"
+  LYRE_ENGINE_MAX_SESSIONS=${SESSIONS:-128} LYRE_ENGINE_MAX_QUEUE=512 LYRE_LIMITS_MAX_BUFFERED_FRAMES=4096 \
+    .dev/lyre serve --model-dir "$dir" --listen 127.0.0.1:$port > "$OUT/server.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 240); do get localhost:$port/readyz >/dev/null 2>&1 && break; sleep 0.5; done
+  get localhost:$port/readyz; echo
+  wheels /tmp/site-load 'websockets-*.whl' 'httpx-*.whl' 'httpcore-*.whl' 'h11-*.whl' 'anyio-*.whl' 'sniffio-*.whl' 'certifi-*.whl' 'idna-*.whl'
+  for t in ${TRANSPORTS:-ws http}; do
+    PYTHONPATH=/tmp/site-load timeout 400 python3 scripts/loadgen.py --url http://127.0.0.1:$port \
+      --rates "${RATES:-5,10,20,40}" --duration "${DURATION:-30}" --transport "$t" --voice "${VOICE:-ryan}" \
+      --json "$OUT/load-$t.json" 2>&1 | tee "$OUT/load-$t.txt"
+    save
+  done
+  get localhost:$port/metrics | grep -E "^lyre_(tick|session|queue)" | head -20 > "$OUT/server-metrics.txt"
+  kill "$pid"; wait "$pid" 2>/dev/null
+}
+
+case "$MODE" in
+tests)
+  kernel_tests
+  ;;
+engine)
+  model 0.6B-CustomVoice /tmp/m06
+  bench 0.6b /tmp/m06 --batch "${BATCHES:-1,8,32,64,256}" --frames 20
+  save
+  model 1.7B-CustomVoice /tmp/m17
+  bench 1.7b /tmp/m17 --batch "${BATCHES:-1,8,32,64,256}" --frames 20
+  save
+  bench profile-0.6b /tmp/m06 --batch 8,32,64 --frames 3 --profile-dispatches
+  save
+  for c in 500 2000; do
+    bench ctx$c-f32 /tmp/m06 --batch 1,32 --frames 20 --context $c
+    bench ctx$c-f16 /tmp/m06 --batch 1,32 --frames 20 --context $c --kv-cache f16
+    LYRE_ATTENTION_CHUNKS=1 bench ctx$c-nosplit /tmp/m06 --batch 1 --frames 20 --context $c
+    save
+  done
+  ;;
+peers)
+  model 0.6B-CustomVoice /tmp/m06
+  model 0.6B-Base /tmp/m06b
+  official
+  save
+  peers
+  bench 0.6b-peers /tmp/m06 --batch 1,8,32 --frames 20
+  bench 0.6b-base /tmp/m06b --batch 8,32 --frames 20
+  ;;
+server)
+  model 1.7B-CustomVoice /tmp/m17
+  server /tmp/m17
+  ;;
+fidelity)
+  bash scripts/fidelity/run.sh
+  ;;
+ab)
+  model 0.6B-CustomVoice /tmp/m06
+  for r in 1 2; do
+    bench a$r /tmp/m06 --batch "${BATCHES:-1,8,32,64}" --frames 20
+    LYRE=.dev/lyre-b bench b$r /tmp/m06 --batch "${BATCHES:-1,8,32,64}" --frames 20
+  done
+  ;;
+*)
+  echo "unknown mode $MODE" >&2; exit 2
+  ;;
+esac
+save
+find "$OUT" -mindepth 1 -maxdepth 1 ! -name results.tgz ! -name latest.json -exec rm -rf {} +
+log done

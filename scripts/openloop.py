@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Open-loop load: requests arrive as a Poisson process at a set rate for a set time, whether or
+not earlier ones have finished (as users do), over the WebSocket (`/v1/tts/stream`, pcm16) or
+streaming `POST /v1/audio/speech` (pcm). Texts are drawn from a fixed corpus of English sentences
+(`scripts/corpus/english.txt`); each request asks for `ignore_eos` and a natural number of frames
+for its text (0.4 s of speech per word; random weights never stop by themselves).
+
+Per request it measures, at the client:
+* time to first audio (TTFA): from sending the request to the first audio byte;
+* real-time factor: time from the first to the last audio byte over the audio's duration
+  (< 1 is faster than real time);
+* underruns: audio that arrives later than it would play. Playback starts when the first audio
+  arrives; the sample at offset s then plays at first + s / 24000 s. A chunk whose first sample's
+  play time has passed when it arrives is one underrun (counted once per late chunk).
+
+    python3 scripts/loadgen.py --url http://127.0.0.1:8080 --rates 5,10,20,40 --duration 30 \
+        --transport ws --json out.json
+
+Needs `pip install websockets httpx`.
+"""
+import asyncio
+import json
+import os
+import random
+import time
+
+import httpx
+import websockets
+
+SAMPLE_RATE = 24000
+BYTES_PER_SAMPLE = 2
+SECONDS_PER_WORD = 0.4
+FRAME_S = 0.08
+CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "english.txt")
+
+
+def load_corpus(path=CORPUS):
+    with open(path, encoding="utf-8") as f:
+        return [line.strip() for line in f if line.strip()]
+
+
+def frames_for(text):
+    """A natural length for the text: 0.4 s per word, in 80 ms frames."""
+    return max(1, round(len(text.split()) * SECONDS_PER_WORD / FRAME_S))
+
+
+def pct(values, p):
+    """Nearest-rank percentile (p in 0..100); None for no values."""
+    if not values:
+        return None
+    values = sorted(values)
+    return values[min(len(values) - 1, max(0, int(round(p / 100 * len(values) + 0.5)) - 1))]
+
+
+class Playback:
+    """Audio bytes as they arrive, against a player that starts at the first byte."""
+
+    def __init__(self, t_sent):
+        self.t_sent = t_sent
+        self.first = None
+        self.last = None
+        self.bytes = 0
+        self.underruns = 0
+        self.worst_late_s = 0.0
+
+    def chunk(self, n, now):
+        if n == 0:
+            return
+        if self.first is None:
+            self.first = now
+        else:
+            due = self.first + (self.bytes / BYTES_PER_SAMPLE) / SAMPLE_RATE
+            if now > due:
+                self.underruns += 1
+                self.worst_late_s = max(self.worst_late_s, now - due)
+        self.bytes += n
+        self.last = now
+
+    def result(self, frames_asked, problems):
+        audio_s = self.bytes / BYTES_PER_SAMPLE / SAMPLE_RATE
+        res = {"ok": not problems, "problems": problems, "frames_asked": frames_asked,
+               "audio_s": round(audio_s, 3), "underruns": self.underruns,
+               "worst_late_ms": round(self.worst_late_s * 1e3, 1)}
+        if self.first is not None:
+            res["ttfa_ms"] = round((self.first - self.t_sent) * 1e3, 2)
+            if audio_s > 0:
+                res["rtf"] = round((self.last - self.first) / audio_s, 4)
+        return res
+
+
+async def ws_request(url, text, frames, seed, voice, key=None, timeout=600):
+    ws_url = url.replace("http://", "ws://").replace("https://", "wss://").rstrip("/") + "/v1/tts/stream"
+    protocols = ["lyre"] + ([f"lyre.token.{key}"] if key else [])
+    start = {"type": "start", "voice": voice, "text": text, "max_frames": frames, "ignore_eos": True,
+             "seed": seed, "format": "pcm16"}
+    problems = []
+    async with asyncio.timeout(timeout):
+        async with websockets.connect(ws_url, subprotocols=protocols, max_size=None) as ws:
+            play = Playback(time.monotonic())
+            await ws.send(json.dumps(start))
+            await ws.send(json.dumps({"type": "end"}))
+            done = None
+            async for msg in ws:
+                if isinstance(msg, bytes):
+                    play.chunk(len(msg), time.monotonic())
+                    continue
+                m = json.loads(msg)
+                if m["type"] == "done":
+                    done = m
+                    break
+                if m["type"] == "error":
+                    problems.append(f"error {m.get('code')}: {m.get('message')}")
+                    break
+    if done is None and not problems:
+        problems.append("no done")
+    expected = frames * 1920 * BYTES_PER_SAMPLE
+    if not problems and play.bytes != expected:
+        problems.append(f"{play.bytes} audio bytes, expected {expected}")
+    return play.result(frames, problems)
+
+
+async def http_request(client, url, text, frames, seed, voice, key=None, timeout=600):
+    body = {"model": "lyre", "input": text, "voice": voice, "response_format": "pcm",
+            "max_frames": frames, "ignore_eos": True, "seed": seed}
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    problems = []
+    play = Playback(time.monotonic())
+    async with client.stream("POST", url.rstrip("/") + "/v1/audio/speech", json=body, headers=headers,
+                             timeout=timeout) as r:
+        if r.status_code != 200:
+            problems.append(f"HTTP {r.status_code}: {(await r.aread())[:200]!r}")
+            return play.result(frames, problems)
+        async for chunk in r.aiter_raw():
+            play.chunk(len(chunk), time.monotonic())
+    expected = frames * 1920 * BYTES_PER_SAMPLE
+    if play.bytes != expected:
+        problems.append(f"{play.bytes} audio bytes, expected {expected}")
+    return play.result(frames, problems)
+
+
+async def run_rate(url, rate, duration, transport="ws", voice="ryan", seed=0, key=None, corpus=None,
+                   timeout=600, max_frames=None):
+    """Poisson arrivals at `rate` per second for `duration` seconds; waits for every request.
+    `max_frames` caps each request's length (tests on slow adapters)."""
+    corpus = corpus or load_corpus()
+    arrivals, texts = random.Random(seed), random.Random(seed + 1)
+    tasks = []
+    t0 = time.monotonic()
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    async with httpx.AsyncClient(limits=limits) as client:
+        next_at = arrivals.expovariate(rate)
+        i = 0
+        while next_at < duration:
+            delay = t0 + next_at - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            text = texts.choice(corpus)
+            frames = frames_for(text) if max_frames is None else min(frames_for(text), max_frames)
+            use_ws = transport == "ws" or (transport == "mixed" and i % 2 == 0)
+            if use_ws:
+                coro = ws_request(url, text, frames, seed * 100003 + i, voice, key, timeout)
+            else:
+                coro = http_request(client, url, text, frames, seed * 100003 + i, voice, key, timeout)
+            tasks.append(asyncio.create_task(coro))
+            i += 1
+            next_at += arrivals.expovariate(rate)
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+    wall = time.monotonic() - t0
+    return summarize(results, rate, duration, transport, wall)
+
+
+def summarize(results, rate, duration, transport, wall):
+    errors = [repr(r) for r in results if isinstance(r, Exception)]
+    ok = [r for r in results if isinstance(r, dict)]
+    errors += [";".join(r["problems"]) for r in ok if r["problems"]]
+    ttfa = [r["ttfa_ms"] for r in ok if "ttfa_ms" in r]
+    rtf = [r["rtf"] for r in ok if "rtf" in r]
+    late = [r for r in ok if r["underruns"]]
+    audio = sum(r["audio_s"] for r in ok)
+    out = {"transport": transport, "rate_rps": rate, "duration_s": duration, "requests": len(results),
+           "errors": len(errors), "error_samples": errors[:5], "wall_s": round(wall, 2),
+           "audio_s": round(audio, 3),
+           "underruns": sum(r["underruns"] for r in ok), "streams_with_underrun": len(late),
+           "worst_late_ms": max((r["worst_late_ms"] for r in ok), default=0.0)}
+    for p in (50, 95, 99):
+        out[f"ttfa_p{p}_ms"] = pct(ttfa, p)
+        out[f"rtf_p{p}"] = pct(rtf, p)
+    out["rtf_max"] = max(rtf, default=None)
+    return out
+
+
+def table(rows):
+    head = ("rps", "transport", "requests", "errors", "ttfa_p50", "ttfa_p95", "ttfa_p99", "rtf_p50",
+            "rtf_p99", "underruns", "late_streams")
+    lines = ["  ".join(f"{h:>10}" for h in head)]
+    for r in rows:
+        vals = (r["rate_rps"], r["transport"], r["requests"], r["errors"], r["ttfa_p50_ms"], r["ttfa_p95_ms"],
+                r["ttfa_p99_ms"], r["rtf_p50"], r["rtf_p99"], r["underruns"], r["streams_with_underrun"])
+        lines.append("  ".join(f"{v if v is not None else '-':>10}" for v in vals))
+    return "\n".join(lines)
+
+
+async def sweep(url, rates, duration, transport="ws", voice="ryan", seed=0, key=None, pause_s=2.0):
+    rows = []
+    for k, rate in enumerate(rates):
+        rows.append(await run_rate(url, rate, duration, transport, voice, seed + k, key))
+        await asyncio.sleep(pause_s)
+    return rows
+
+
+def best_rate(rows, ttfa_p95_ms=100.0):
+    """The highest rate with p95 TTFA within the bound, no error and no underrun."""
+    good = [r["rate_rps"] for r in rows
+            if not r["errors"] and not r["underruns"] and r["ttfa_p95_ms"] is not None
+            and r["ttfa_p95_ms"] <= ttfa_p95_ms]
+    return max(good, default=None)
+
+
+if __name__ == "__main__":
+    print(json.dumps(asyncio.run(run_rate("http://127.0.0.1:8080", 1.0, 3.0)), indent=2))

@@ -1,0 +1,44 @@
+"""The open-loop load generator (scripts/openloop.py) against the real server: every request it
+sends is accounted for, over both transports, with client-side TTFA and playback figures."""
+
+import asyncio
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+import openloop  # noqa: E402
+
+
+def test_corpus_is_english_sentences_of_8_to_30_words():
+    corpus = openloop.load_corpus()
+    assert len(corpus) >= 50
+    for line in corpus:
+        assert 8 <= len(line.split()) <= 30, line
+        assert line[-1] in ".?!", line
+    # 0.4 s of speech per word, in 80 ms frames.
+    assert openloop.frames_for("one two three four five six seven eight nine ten") == 50
+
+
+def test_open_loop_mixed_transports_accounts_for_every_request(server):
+    row = asyncio.run(openloop.run_rate(server.url, rate=3.0, duration=2.0, transport="mixed", voice="vivian",
+                                        seed=7, max_frames=3))
+    assert row["requests"] >= 2, row
+    assert row["errors"] == 0, row["error_samples"]
+    assert row["ttfa_p50_ms"] is not None and row["ttfa_p50_ms"] > 0
+    assert row["ttfa_p50_ms"] <= row["ttfa_p95_ms"] <= row["ttfa_p99_ms"]
+    # Each request asked for 3 frames of 80 ms and got exactly that much audio.
+    assert abs(row["audio_s"] - row["requests"] * 0.24) < 1e-6, row
+    assert row["rtf_p50"] is not None
+
+
+def test_playback_counts_chunks_that_arrive_after_their_play_time():
+    play = openloop.Playback(t_sent=0.0)
+    play.chunk(3840, 1.00)   # first frame: playback starts, 80 ms of audio
+    play.chunk(3840, 1.05)   # due at 1.08: on time
+    play.chunk(3840, 1.20)   # due at 1.16: 40 ms late
+    res = play.result(3, [])
+    assert res["ttfa_ms"] == 1000.0
+    assert res["underruns"] == 1
+    assert abs(res["worst_late_ms"] - 40.0) < 1e-6
+    assert openloop.best_rate([{"rate_rps": 5, "errors": 0, "underruns": 0, "ttfa_p95_ms": 50},
+                               {"rate_rps": 10, "errors": 0, "underruns": 2, "ttfa_p95_ms": 60}]) == 5
