@@ -1,36 +1,164 @@
-//! Stable error codes, shared by the HTTP responses, the WebSocket `error` message and the
-//! `lyre_errors_total` metric.
+//! Every error a client can see, in one table: [`ErrorCode`] gives each its HTTP status, its
+//! stable code string and whether a retry may succeed. HTTP bodies, WebSocket `error` messages
+//! and the `lyre_errors_total` metric all read it; `docs/protocol.md` lists the same table (a
+//! test holds the two together).
 
 use lyre_engine::EngineError;
+
+/// Seconds a client should wait before retrying a retryable failure (`Retry-After`,
+/// `retry_after_s`).
+pub const RETRY_AFTER_S: u32 = 1;
+
+/// Declares [`ErrorCode`] and its table from one list of `Variant = (status, "code", retryable)`.
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $variant:ident = ($status:literal, $code:literal, $retryable:literal),)*) => {
+        /// A stable, machine-readable error code.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, in table order.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)*];
+
+            /// The HTTP status it is sent with.
+            pub const fn status(self) -> u16 {
+                match self { $(ErrorCode::$variant => $status,)* }
+            }
+
+            /// The code string clients match on.
+            pub const fn as_str(self) -> &'static str {
+                match self { $(ErrorCode::$variant => $code,)* }
+            }
+
+            /// Whether the same request may succeed later (or on another replica): such
+            /// failures carry `Retry-After`.
+            pub const fn retryable(self) -> bool {
+                match self { $(ErrorCode::$variant => $retryable,)* }
+            }
+        }
+    };
+}
+
+error_codes! {
+    /// The body is not JSON, or a field has the wrong type.
+    InvalidJson = (400, "invalid_json", false),
+    /// A field's value is not acceptable, or a field is unknown.
+    InvalidRequest = (400, "invalid_request", false),
+    /// The text cannot be tokenized.
+    InvalidText = (400, "invalid_text", false),
+    /// A WebSocket message that is not a valid client message.
+    InvalidMessage = (400, "invalid_message", false),
+    /// A voice the model does not have (synthesis requests).
+    UnknownVoice = (400, "unknown_voice", false),
+    UnknownLanguage = (400, "unknown_language", false),
+    InvalidReferenceAudio = (400, "invalid_reference_audio", false),
+    InvalidVoiceName = (400, "invalid_voice_name", false),
+    InvalidMultipart = (400, "invalid_multipart", false),
+    CloningUnsupported = (400, "cloning_unsupported", false),
+    VoiceModelMismatch = (400, "voice_model_mismatch", false),
+    PresetVoice = (400, "preset_voice", false),
+    Unauthorized = (401, "unauthorized", false),
+    /// No such endpoint.
+    NotFound = (404, "not_found", false),
+    /// `DELETE /v1/voices/{name}` of a voice that is not stored.
+    VoiceNotFound = (404, "unknown_voice", false),
+    UnknownSession = (404, "unknown_session", false),
+    IdleTimeout = (408, "idle_timeout", false),
+    VoiceExists = (409, "voice_exists", false),
+    SessionActive = (409, "session_active", false),
+    NoSession = (409, "no_session", false),
+    TextEnded = (409, "text_ended", false),
+    BodyTooLarge = (413, "body_too_large", false),
+    TextTooLong = (413, "text_too_long", false),
+    MessageTooLarge = (413, "message_too_large", false),
+    /// Every session slot and every queue place is taken.
+    Busy = (429, "busy", true),
+    /// The API key holds all the sessions it may.
+    KeyBusy = (429, "key_busy", true),
+    RateLimited = (429, "rate_limited", true),
+    /// The client cancelled its session (WebSocket `cancel`).
+    Cancelled = (499, "cancelled", false),
+    Draining = (503, "draining", true),
+    NotReady = (503, "not_ready", true),
+    WorkerStopped = (503, "worker_stopped", true),
+    /// The GPU worker's command queue is full.
+    Overloaded = (503, "overloaded", true),
+    /// The server stopped while the session ran.
+    Shutdown = (503, "shutdown", true),
+    GpuError = (503, "gpu_error", true),
+    /// The engine has no room for the session.
+    Capacity = (503, "capacity", true),
+    EngineError = (503, "engine_error", true),
+    EncoderError = (503, "encoder_error", true),
+    /// The session's stream ended without a result.
+    SessionLost = (503, "session_lost", true),
+    /// A client stopped reading and its session was cancelled. Counted by the worker, which is
+    /// the only one to see it happen; the client's stream just ends.
+    SlowConsumer = (503, "slow_consumer", true),
+    VoiceStoreError = (503, "voice_store_error", true),
+    Timeout = (504, "timeout", false),
+    VoiceStoreFull = (507, "voice_store_full", false),
+}
+
+impl ErrorCode {
+    /// Adds one to `lyre_errors_total{code}`.
+    pub fn count(self) {
+        metrics::counter!("lyre_errors_total", "code" => self.as_str()).increment(1);
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Codes compare with their wire strings (`failure.code == "busy"`).
+impl PartialEq<&str> for ErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl serde::Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
 
 /// One failure as clients see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
-    pub status: u16,
-    /// Stable, machine-readable (`invalid_request`, `unknown_voice`, `busy`, ...).
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
     /// The request field at fault, when there is one.
     pub field: Option<String>,
 }
 
 impl Failure {
-    pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
-        Failure { status, code, message: message.into(), field: None }
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Failure { code, message: message.into(), field: None }
     }
 
+    /// A 400 `invalid_request` naming the field at fault.
     pub fn invalid(field: &str, message: impl Into<String>) -> Self {
-        Failure {
-            status: 400,
-            code: "invalid_request",
-            message: message.into(),
-            field: Some(field.to_string()),
-        }
+        Failure::new(ErrorCode::InvalidRequest, message).with_field(field)
     }
 
     pub fn with_field(mut self, field: &str) -> Self {
         self.field = Some(field.to_string());
         self
+    }
+
+    pub fn status(&self) -> u16 {
+        self.code.status()
+    }
+
+    /// How long to wait before retrying, for a retryable failure.
+    pub fn retry_after_s(&self) -> Option<u32> {
+        self.code.retryable().then_some(RETRY_AFTER_S)
     }
 }
 
@@ -48,17 +176,23 @@ impl From<&EngineError> for Failure {
         let msg = e.to_string();
         match e {
             EngineError::InvalidRequest { field, .. } => Failure::invalid(field, msg),
-            EngineError::UnknownSpeaker { .. } => Failure::new(400, "unknown_voice", msg).with_field("voice"),
+            EngineError::UnknownSpeaker { .. } => {
+                Failure::new(ErrorCode::UnknownVoice, msg).with_field("voice")
+            }
             EngineError::UnknownLanguage { .. } => {
-                Failure::new(400, "unknown_language", msg).with_field("language")
+                Failure::new(ErrorCode::UnknownLanguage, msg).with_field("language")
             }
-            EngineError::Tokenizer(_) => Failure::new(400, "invalid_text", msg).with_field("text"),
-            EngineError::Capacity(_) => Failure::new(503, "capacity", msg),
+            EngineError::Tokenizer(_) => Failure::new(ErrorCode::InvalidText, msg).with_field("text"),
+            EngineError::Capacity(_) => Failure::new(ErrorCode::Capacity, msg),
             EngineError::ReferenceAudio(_) => {
-                Failure::new(400, "invalid_reference_audio", msg).with_field("audio")
+                Failure::new(ErrorCode::InvalidReferenceAudio, msg).with_field("audio")
             }
-            EngineError::UnknownSession(_) => Failure::new(404, "unknown_session", msg),
-            _ => Failure::new(503, "engine_error", msg),
+            EngineError::UnknownSession(_) => Failure::new(ErrorCode::UnknownSession, msg),
+            _ => Failure::new(ErrorCode::EngineError, msg),
         }
     }
 }
+
+#[cfg(test)]
+#[path = "errors_tests.rs"]
+pub(crate) mod tests;

@@ -1,8 +1,30 @@
-//! The WebSocket protocol's JSON messages (docs/protocol.md is the specification).
+//! The API's JSON vocabulary: the synthesis fields every endpoint accepts, and the WebSocket
+//! protocol's messages (docs/protocol.md is the specification).
 
 use serde::{Deserialize, Serialize};
 
-use crate::http::SynthesisFields;
+use crate::errors::{ErrorCode, Failure};
+
+/// Voice, language, style and sampling, as every endpoint accepts them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SynthesisFields {
+    pub voice: Option<String>,
+    pub language: Option<String>,
+    pub instruct: Option<String>,
+    /// `whole` (the text goes into the prompt) or `streaming` (one token per frame).
+    pub text_mode: Option<String>,
+    pub seed: Option<u64>,
+    pub temperature: Option<f32>,
+    pub top_k: Option<u32>,
+    pub top_p: Option<f32>,
+    pub repetition_penalty: Option<f32>,
+    /// Both models greedy (deterministic, like `--greedy`).
+    pub greedy: Option<bool>,
+    pub max_frames: Option<u32>,
+    /// Never stop at the model's end-of-speech token: always emit `max_frames` frames.
+    pub ignore_eos: Option<bool>,
+}
 
 /// Client → server. (A `start` is much larger than the other messages; each message is parsed
 /// and consumed at once, so it is not boxed.)
@@ -17,9 +39,9 @@ pub enum ClientMessage {
 }
 
 /// Parses one client text message; a failure is a 400 `invalid_message` naming the problem.
-pub fn parse_client_message(text: &str) -> Result<ClientMessage, crate::errors::Failure> {
+pub fn parse_client_message(text: &str) -> Result<ClientMessage, Failure> {
     serde_json::from_str(text)
-        .map_err(|e| crate::errors::Failure::new(400, "invalid_message", format!("not a valid message: {e}")))
+        .map_err(|e| Failure::new(ErrorCode::InvalidMessage, format!("not a valid message: {e}")))
 }
 
 /// Opens a session. Text follows in `text` messages (and may be given here too).
@@ -93,7 +115,7 @@ pub enum ServerMessage {
         finish_reason: &'static str,
     },
     Error {
-        code: String,
+        code: ErrorCode,
         message: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         field: Option<String>,
@@ -103,12 +125,12 @@ pub enum ServerMessage {
 }
 
 impl ServerMessage {
-    pub fn error(f: &crate::errors::Failure) -> Self {
+    pub fn error(f: &Failure) -> Self {
         ServerMessage::Error {
-            code: f.code.to_string(),
+            code: f.code,
             message: f.message.clone(),
             field: f.field.clone(),
-            retry_after_s: (f.status == 429 || f.status == 503).then_some(crate::http::RETRY_AFTER_S),
+            retry_after_s: f.retry_after_s(),
         }
     }
 }

@@ -87,7 +87,7 @@ fn check_tts(bytes: &[u8]) -> Result<(), TestCaseError> {
     let validator = Validator { model: model(), limits: limits(), voices: None };
     if let Err(e) = parse_tts_request(&validator, bytes) {
         let f = e.0;
-        prop_assert!((400..500).contains(&f.status), "{} for {:?}", f, String::from_utf8_lossy(bytes));
+        prop_assert!((400..500).contains(&f.status()), "{} for {:?}", f, String::from_utf8_lossy(bytes));
         prop_assert!(!f.message.is_empty());
     }
     Ok(())
@@ -99,7 +99,7 @@ proptest! {
     #[test]
     fn ws_parser_takes_any_text(s in ".{0,200}") {
         if let Err(f) = parse_client_message(&s) {
-            prop_assert_eq!(f.status, 400);
+            prop_assert_eq!(f.status(), 400);
             prop_assert_eq!(f.code, "invalid_message");
         }
     }
@@ -114,7 +114,7 @@ proptest! {
             // A start that parses goes through the same validation as HTTP requests.
             let validator = Validator { model: model(), limits: limits(), voices: None };
             if let Err(f) = validator.build(&start.fields(), None, lyre_engine::prompt::TextMode::Streaming) {
-                prop_assert!((400..500).contains(&f.status), "{}", f);
+                prop_assert!((400..500).contains(&f.status()), "{}", f);
             }
         }
     }
@@ -146,7 +146,7 @@ fn deeply_nested_json_is_a_400() {
         let body = format!("{{\"text\":\"hi\",\"voice\":{}1{}}}", "[".repeat(depth), "]".repeat(depth));
         check_tts(body.as_bytes()).unwrap();
         let msg = format!("{{\"type\":\"text\",\"text\":{}\"a\"{}}}", "[".repeat(depth), "]".repeat(depth));
-        assert_eq!(parse_client_message(&msg).unwrap_err().status, 400);
+        assert_eq!(parse_client_message(&msg).unwrap_err().status(), 400);
     }
 }
 
@@ -169,7 +169,7 @@ fn overflowing_and_non_finite_sampling_values_are_rejected_by_name() {
     ] {
         let body = format!("{{\"text\":\"Hello.\",\"voice\":\"ryan\",\"{field}\":{value}}}");
         let f = parse_tts_request(&validator, body.as_bytes()).expect_err(&body).0;
-        assert_eq!(f.status, 400, "{body}: {f}");
+        assert_eq!(f.status(), 400, "{body}: {f}");
         assert_eq!(f.field.as_deref(), Some(field), "{body}: {f}");
     }
 }

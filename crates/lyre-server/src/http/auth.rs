@@ -13,7 +13,7 @@ use subtle::ConstantTimeEq;
 
 use super::error::ApiError;
 use super::AppState;
-use crate::errors::Failure;
+use crate::errors::{ErrorCode, Failure};
 
 /// Which configured key a request presented (its index, never the key itself).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -59,8 +59,7 @@ impl KeyRegistry {
         let n = active.entry(key).or_insert(0);
         if *n >= self.max_sessions_per_key {
             return Err(Failure::new(
-                429,
-                "key_busy",
+                ErrorCode::KeyBusy,
                 format!("this API key already has {} sessions open", self.max_sessions_per_key),
             ));
         }
@@ -98,8 +97,8 @@ pub async fn require_key(State(state): State<AppState>, mut req: Request, next: 
             next.run(req).await
         }
         None => {
-            let mut resp =
-                ApiError(Failure::new(401, "unauthorized", "a valid API key is required")).into_response();
+            let mut resp = ApiError(Failure::new(ErrorCode::Unauthorized, "a valid API key is required"))
+                .into_response();
             resp.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer"));
             resp
         }
@@ -184,7 +183,7 @@ mod tests {
         let r = Arc::new(KeyRegistry::new(&["secret-one".into()], 2));
         let a = r.acquire(Some(KeyId(0))).unwrap();
         let _b = r.acquire(Some(KeyId(0))).unwrap();
-        assert_eq!(r.acquire(Some(KeyId(0))).unwrap_err().status, 429);
+        assert_eq!(r.acquire(Some(KeyId(0))).unwrap_err().status(), 429);
         drop(a);
         r.acquire(Some(KeyId(0))).unwrap();
     }

@@ -1,13 +1,11 @@
 //! One error shape for every endpoint, OpenAI-compatible:
-//! `{"error": {"message", "type", "param", "code"}}`, with `Retry-After` on 429 and 503.
+//! `{"error": {"message", "type", "param", "code"}}`, with `Retry-After` when a retry may
+//! succeed. Every error response is counted here, once, in `lyre_errors_total`.
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use crate::errors::Failure;
-
-/// Seconds a client should wait before retrying a 429 or 503.
-pub const RETRY_AFTER_S: u32 = 1;
+use crate::errors::{ErrorCode, Failure};
 
 #[derive(Debug)]
 pub struct ApiError(pub Failure);
@@ -19,7 +17,7 @@ impl From<Failure> for ApiError {
 }
 
 pub fn error_body(f: &Failure) -> serde_json::Value {
-    let kind = if f.status < 500 { "invalid_request_error" } else { "server_error" };
+    let kind = if f.status() < 500 { "invalid_request_error" } else { "server_error" };
     serde_json::json!({
         "error": { "message": f.message, "type": kind, "param": f.field, "code": f.code }
     })
@@ -28,11 +26,11 @@ pub fn error_body(f: &Failure) -> serde_json::Value {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let f = self.0;
-        metrics::counter!("lyre_errors_total", "code" => f.code).increment(1);
-        let status = StatusCode::from_u16(f.status).unwrap_or(StatusCode::BAD_REQUEST);
+        f.code.count();
+        let status = StatusCode::from_u16(f.status()).unwrap_or(StatusCode::BAD_REQUEST);
         let mut resp = (status, axum::Json(error_body(&f))).into_response();
-        if f.status == 429 || f.status == 503 {
-            resp.headers_mut().insert("retry-after", HeaderValue::from(RETRY_AFTER_S));
+        if let Some(seconds) = f.retry_after_s() {
+            resp.headers_mut().insert("retry-after", HeaderValue::from(seconds));
         }
         resp
     }
@@ -46,7 +44,7 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Api
         let inner = e.into_inner();
         let message = format!("invalid JSON body: {inner}");
         let field = if path == "." || path == "?" { None } else { Some(path) };
-        ApiError(Failure { status: 400, code: "invalid_json", message, field })
+        ApiError(Failure { code: ErrorCode::InvalidJson, message, field })
     })
 }
 
@@ -54,7 +52,7 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Api
 /// `content-length` is refused from the headers, before any of it is read.
 pub async fn read_body(req: axum::extract::Request, limit: usize) -> Result<axum::body::Bytes, ApiError> {
     let too_large =
-        || ApiError(Failure::new(413, "body_too_large", format!("the request body exceeds {limit} bytes")));
+        || ApiError(Failure::new(ErrorCode::BodyTooLarge, format!("the request body exceeds {limit} bytes")));
     let announced = req.headers().get(axum::http::header::CONTENT_LENGTH);
     if announced.and_then(|v| v.to_str().ok()?.parse::<u64>().ok()).is_some_and(|n| n > limit as u64) {
         return Err(too_large());
@@ -69,7 +67,7 @@ impl JsonObject {
     pub fn parse(bytes: &[u8]) -> Result<Self, ApiError> {
         match parse_json::<serde_json::Value>(bytes)? {
             serde_json::Value::Object(m) => Ok(JsonObject(m)),
-            _ => Err(ApiError(Failure::new(400, "invalid_json", "the body must be a JSON object"))),
+            _ => Err(ApiError(Failure::new(ErrorCode::InvalidJson, "the body must be a JSON object"))),
         }
     }
 
@@ -92,7 +90,7 @@ impl JsonObject {
             let path = e.path().to_string();
             let message = e.into_inner().to_string();
             let field = if path == "." || path == "?" { unknown_field(&message) } else { Some(path) };
-            ApiError(Failure { status: 400, code: "invalid_request", message, field })
+            ApiError(Failure { code: ErrorCode::InvalidRequest, message, field })
         })
     }
 }
@@ -101,4 +99,26 @@ impl JsonObject {
 fn unknown_field(message: &str) -> Option<String> {
     let rest = message.strip_prefix("unknown field `")?;
     Some(rest[..rest.find('`')?].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::errors::tests::errors_counted_during;
+    use crate::errors::ErrorCode;
+
+    #[test]
+    fn an_error_response_is_counted_once_and_says_when_to_retry() {
+        let mut responses = Vec::new();
+        let counted = errors_counted_during(|| {
+            responses
+                .push(ApiError(Failure::new(ErrorCode::GpuError, "the GPU step failed")).into_response());
+            responses.push(ApiError(Failure::invalid("top_k", "must be positive")).into_response());
+        });
+        let counted: Vec<_> = counted.into_iter().collect();
+        assert_eq!(counted, [("gpu_error".to_string(), 1), ("invalid_request".to_string(), 1)]);
+        let retry: Vec<_> =
+            responses.iter().map(|r| (r.status().as_u16(), r.headers().get("retry-after"))).collect();
+        assert_eq!(retry, [(503, Some(&HeaderValue::from(1))), (400, None)]);
+    }
 }

@@ -10,7 +10,7 @@ use lyre_engine::checkpoint::config::ModelType;
 
 use super::error::ApiError;
 use super::AppState;
-use crate::errors::Failure;
+use crate::errors::{ErrorCode, Failure};
 use crate::voices::{Encoders, ModelStamp};
 
 pub const DEMO_NOTE: &str = "built-in demo model with random weights: it speaks noise; start the server \
@@ -102,10 +102,10 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 pub async fn metrics(State(state): State<AppState>) -> Response {
     match &state.metrics {
         Some(h) => ([("content-type", "text/plain; version=0.0.4")], h.render()).into_response(),
-        None => ApiError(Failure::new(404, "not_found", "metrics are not enabled")).into_response(),
+        None => ApiError(Failure::new(ErrorCode::NotFound, "metrics are not enabled")).into_response(),
     }
 }
 
 pub async fn not_found() -> ApiError {
-    ApiError(Failure::new(404, "not_found", "no such endpoint"))
+    ApiError(Failure::new(ErrorCode::NotFound, "no such endpoint"))
 }

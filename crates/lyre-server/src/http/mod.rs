@@ -23,8 +23,8 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::trace::TraceLayer;
 
 pub use auth::KeyRegistry;
-pub use error::{ApiError, RETRY_AFTER_S};
-pub use request::{SynthesisFields, Validator};
+pub use error::ApiError;
+pub use request::Validator;
 pub use tts::codes_fingerprint;
 pub use tts::parse_request as parse_tts_request;
 

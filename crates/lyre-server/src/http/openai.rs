@@ -8,11 +8,11 @@ use lyre_engine::prompt::TextMode;
 
 use super::auth::KeyId;
 use super::error::{read_body, ApiError, JsonObject};
-use super::request::SynthesisFields;
 use super::stream::{chunked_body, sse};
 use super::AppState;
 use crate::audio::AudioFormat;
 use crate::errors::Failure;
+use crate::protocol::SynthesisFields;
 
 /// OpenAI's formats that Lyre does not produce.
 const UNSUPPORTED_FORMATS: &[&str] = &["aac"];

@@ -1,4 +1,4 @@
-//! The synthesis fields shared by every endpoint, and their validation into an engine
+//! Validation of the synthesis fields every endpoint accepts into an engine
 //! [`SessionRequest`]. Errors name the field.
 
 use lyre_engine::checkpoint::config::{ModelConfig, ModelType};
@@ -7,32 +7,11 @@ use lyre_engine::policy::{check_voice_and_instruct, default_max_frames};
 use lyre_engine::prompt::{prefix_rows, PromptSpec, TextMode, VoiceSpec};
 use lyre_engine::sampling::{SamplingOverrides, SamplingParams};
 use lyre_engine::{SessionRequest, TextInput};
-use serde::Deserialize;
 
 use crate::config::LimitsSection;
-use crate::errors::Failure;
+use crate::errors::{ErrorCode, Failure};
+use crate::protocol::SynthesisFields;
 use crate::voices::VoiceStore;
-
-/// Voice, language, style and sampling, as every endpoint accepts them.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SynthesisFields {
-    pub voice: Option<String>,
-    pub language: Option<String>,
-    pub instruct: Option<String>,
-    /// `whole` (the text goes into the prompt) or `streaming` (one token per frame).
-    pub text_mode: Option<String>,
-    pub seed: Option<u64>,
-    pub temperature: Option<f32>,
-    pub top_k: Option<u32>,
-    pub top_p: Option<f32>,
-    pub repetition_penalty: Option<f32>,
-    /// Both models greedy (deterministic, like `--greedy`).
-    pub greedy: Option<bool>,
-    pub max_frames: Option<u32>,
-    /// Never stop at the model's end-of-speech token: always emit `max_frames` frames.
-    pub ignore_eos: Option<bool>,
-}
 
 /// What validation needs to know about the served model.
 pub struct Validator<'a> {
@@ -51,8 +30,7 @@ impl Validator<'_> {
         let chars = text.chars().count();
         if chars > self.limits.max_text_chars {
             return Err(Failure::new(
-                413,
-                "text_too_long",
+                ErrorCode::TextTooLong,
                 format!("{chars} characters; the limit is {}", self.limits.max_text_chars),
             )
             .with_field(field));
@@ -99,13 +77,18 @@ impl Validator<'_> {
                 return Err(Failure::invalid("instruct", format!("contains the reserved token `{tok}`")));
             }
             if i.chars().count() > self.limits.max_text_chars {
-                return Err(Failure::new(413, "text_too_long", "instruct is too long").with_field("instruct"));
+                return Err(
+                    Failure::new(ErrorCode::TextTooLong, "instruct is too long").with_field("instruct")
+                );
             }
         }
         if matches!(voice, VoiceSpec::None) && cfg.tts_model_type == ModelType::CustomVoice {
             let valid = lyre_engine::prompt::speakers(cfg).join(", ");
-            return Err(Failure::new(400, "unknown_voice", format!("give a voice; this model has: {valid}"))
-                .with_field("voice"));
+            return Err(Failure::new(
+                ErrorCode::UnknownVoice,
+                format!("give a voice; this model has: {valid}"),
+            )
+            .with_field("voice"));
         }
         check_voice_and_instruct(cfg, &voice, instruct.as_deref()).map_err(|e| Failure::from(&e))?;
         let language = fields.language.clone().unwrap_or_else(|| "auto".into());
@@ -169,8 +152,7 @@ impl Validator<'_> {
                             .unwrap_or_default();
                         let list = if known.is_empty() { "none yet".to_string() } else { known.join(", ") };
                         Err(Failure::new(
-                            400,
-                            "unknown_voice",
+                            ErrorCode::UnknownVoice,
                             format!("no stored voice `{name}`; stored voices: {list}"),
                         )
                         .with_field("voice"))

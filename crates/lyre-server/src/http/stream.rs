@@ -11,7 +11,7 @@ use futures_util::stream::{self, Stream};
 
 use super::auth::KeySlot;
 use crate::audio::{stream_encoder, AudioFormat, FrameEncoder, SAMPLE_RATE};
-use crate::errors::Failure;
+use crate::errors::{ErrorCode, Failure};
 use crate::scheduler::{DoneStats, SessionEvent, SessionHandle};
 
 /// A finished session's output.
@@ -35,7 +35,7 @@ pub async fn collect(handle: &mut SessionHandle, timeout: Duration) -> Result<Cl
                 }
                 Some(SessionEvent::Done(stats)) => return Ok(Clip { samples, codes, stats }),
                 Some(SessionEvent::Error(f)) => return Err(f),
-                None => return Err(Failure::new(503, "session_lost", "the session ended unexpectedly")),
+                None => return Err(Failure::new(ErrorCode::SessionLost, "the session ended unexpectedly")),
             }
         }
     };
@@ -43,7 +43,10 @@ pub async fn collect(handle: &mut SessionHandle, timeout: Duration) -> Result<Cl
         Ok(r) => r,
         Err(_) => {
             handle.cancel();
-            Err(Failure::new(504, "timeout", format!("synthesis took longer than {} s", timeout.as_secs())))
+            Err(Failure::new(
+                ErrorCode::Timeout,
+                format!("synthesis took longer than {} s", timeout.as_secs()),
+            ))
         }
     }
 }
@@ -57,8 +60,17 @@ struct Streaming {
 
 impl Streaming {
     /// The next chunk of encoded audio, or the end. `Err` aborts the response mid-stream, the
-    /// only way a chunked HTTP body can report a failure after its status was sent.
+    /// only way a chunked HTTP body can report a failure after its status was sent; it is
+    /// counted here, as an error response is where it is sent.
     async fn next_chunk(&mut self) -> Option<Result<Vec<u8>, Failure>> {
+        let chunk = self.read_chunk().await;
+        if let Some(Err(f)) = &chunk {
+            f.code.count();
+        }
+        chunk
+    }
+
+    async fn read_chunk(&mut self) -> Option<Result<Vec<u8>, Failure>> {
         if self.done {
             return None;
         }
@@ -68,14 +80,14 @@ impl Streaming {
                 Some(SessionEvent::Frame(f)) => match self.encoder.push(&f.pcm) {
                     Ok(b) if b.is_empty() => {}
                     Ok(b) => return Some(Ok(b)),
-                    Err(e) => return Some(Err(Failure::new(503, "encoder_error", e.to_string()))),
+                    Err(e) => return Some(Err(Failure::new(ErrorCode::EncoderError, e.to_string()))),
                 },
                 Some(SessionEvent::Done(_)) => {
                     self.done = true;
                     return match self.encoder.finish() {
                         Ok(b) if b.is_empty() => None,
                         Ok(b) => Some(Ok(b)),
-                        Err(e) => Some(Err(Failure::new(503, "encoder_error", e.to_string()))),
+                        Err(e) => Some(Err(Failure::new(ErrorCode::EncoderError, e.to_string()))),
                     };
                 }
                 Some(SessionEvent::Error(f)) => {
@@ -84,7 +96,7 @@ impl Streaming {
                 }
                 None => {
                     self.done = true;
-                    return Some(Err(Failure::new(503, "session_lost", "the session ended unexpectedly")));
+                    return Some(Err(Failure::new(ErrorCode::SessionLost, "the session ended unexpectedly")));
                 }
             }
         }

@@ -4,11 +4,12 @@ use std::time::Duration;
 
 use super::auth::KeyId;
 use super::error::{read_body, ApiError, JsonObject};
-use super::request::{SynthesisFields, Validator};
+use super::request::Validator;
 use super::stream::collect;
 use super::AppState;
 use crate::audio::{encode_clip, AudioFormat, SAMPLE_RATE};
-use crate::errors::Failure;
+use crate::errors::{ErrorCode, Failure};
+use crate::protocol::SynthesisFields;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::HeaderValue;
@@ -25,7 +26,7 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     let mut handle = state.scheduler.submit(request, span)?;
     let clip = collect(&mut handle, Duration::from_secs(state.config.server.request_timeout_s)).await?;
     let audio = encode_clip(format, &clip.samples, SAMPLE_RATE)
-        .map_err(|e| Failure::new(503, "encoder_error", e.to_string()))?;
+        .map_err(|e| Failure::new(ErrorCode::EncoderError, e.to_string()))?;
     let mut resp = Body::from(audio).into_response();
     let h = resp.headers_mut();
     h.insert("content-type", HeaderValue::from_static(format.content_type()));

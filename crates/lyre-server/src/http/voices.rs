@@ -12,7 +12,7 @@ use lyre_engine::checkpoint::ModelDir;
 use super::error::ApiError;
 use super::AppState;
 use crate::config::LimitsSection;
-use crate::errors::Failure;
+use crate::errors::{ErrorCode, Failure};
 use crate::voices::{validate_name, Encoders, StoredVoice};
 
 /// The upload's parts.
@@ -38,14 +38,13 @@ pub async fn create(
     let name = name.trim().to_string();
     validate_name(&name, "name")?;
     if state.model.config.talker_config.spk_id.contains_key(&name.to_lowercase()) {
-        return Err(Failure::new(409, "voice_exists", format!("`{name}` is a preset voice"))
+        return Err(Failure::new(ErrorCode::VoiceExists, format!("`{name}` is a preset voice"))
             .with_field("name")
             .into());
     }
     if state.voices.get(&name).is_some() {
         return Err(Failure::new(
-            409,
-            "voice_exists",
+            ErrorCode::VoiceExists,
             format!("a voice named `{name}` already exists; delete it first"),
         )
         .with_field("name")
@@ -66,8 +65,7 @@ pub async fn remove(State(state): State<AppState>, Path(name): Path<String>) -> 
     validate_name(&name, "name")?;
     if state.model.config.talker_config.spk_id.contains_key(&name.to_lowercase()) {
         return Err(Failure::new(
-            400,
-            "preset_voice",
+            ErrorCode::PresetVoice,
             format!("`{name}` is a preset voice of the model; it cannot be deleted"),
         )
         .with_field("name")
@@ -75,7 +73,7 @@ pub async fn remove(State(state): State<AppState>, Path(name): Path<String>) -> 
     }
     match state.voices.remove(&name) {
         Ok(true) => Ok(StatusCode::NO_CONTENT.into_response()),
-        Ok(false) => Err(Failure::new(404, "unknown_voice", format!("no stored voice `{name}`"))
+        Ok(false) => Err(Failure::new(ErrorCode::VoiceNotFound, format!("no stored voice `{name}`"))
             .with_field("name")
             .into()),
         Err(e) => Err(Failure::from(&e).into()),
@@ -102,16 +100,14 @@ fn not_multipart(headers: &HeaderMap, e: MultipartRejection) -> Failure {
     let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     if content_type.starts_with("application/x-www-form-urlencoded") {
         return Failure::new(
-            400,
-            "invalid_multipart",
+            ErrorCode::InvalidMultipart,
             "a url-encoded form cannot carry the reference clip: send multipart/form-data (curl -F) \
              with the file in `audio`",
         )
         .with_field("audio");
     }
     Failure::new(
-        400,
-        "invalid_multipart",
+        ErrorCode::InvalidMultipart,
         format!("send multipart/form-data with fields `name`, `audio` and optionally `transcript`: {e}"),
     )
 }
@@ -146,12 +142,11 @@ async fn text(field: Field<'_>, what: &str, limit: usize) -> Result<String, Fail
 fn multipart_error(e: MultipartError, limit: usize) -> Failure {
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
         return Failure::new(
-            413,
-            "body_too_large",
+            ErrorCode::BodyTooLarge,
             format!("the upload exceeds {limit} bytes (voices.max_upload_bytes)"),
         );
     }
-    Failure::new(400, "invalid_multipart", format!("the multipart body is malformed: {}", e.body_text()))
+    Failure::new(ErrorCode::InvalidMultipart, format!("the multipart body is malformed: {}", e.body_text()))
 }
 
 /// An optional transcript: blank means none (x-vector-only cloning).
@@ -164,8 +159,7 @@ pub fn check_transcript(
     let Some(text) = text.map(|t| t.trim().to_string()).filter(|t| !t.is_empty()) else { return Ok(None) };
     if text.chars().count() > limits.max_text_chars {
         return Err(Failure::new(
-            413,
-            "text_too_long",
+            ErrorCode::TextTooLong,
             format!("the {field} exceeds {} characters", limits.max_text_chars),
         )
         .with_field(field));
@@ -180,10 +174,7 @@ pub fn check_transcript(
 pub fn check_reference_fits(state: &AppState, frames: usize) -> Result<(), Failure> {
     let rows = state.config.engine.max_rows_per_tick.min(state.config.engine.max_positions);
     if frames + 64 > rows {
-        return Err(Failure::new(
-            400,
-            "invalid_reference_audio",
-            format!(
+        return Err(Failure::new(ErrorCode::InvalidReferenceAudio, format!(
                 "the clip gives {frames} reference frames ({:.1} s); with engine.max_rows_per_tick = {rows} at most {} fit",
                 frames as f64 * 0.08,
                 rows.saturating_sub(64)

@@ -17,7 +17,7 @@ use super::error::ApiError;
 use super::voices::{check_reference_fits, check_transcript};
 use super::AppState;
 use crate::audio::{stream_encoder, AudioFormat, FrameEncoder, PcmStream, SAMPLE_RATE};
-use crate::errors::Failure;
+use crate::errors::{ErrorCode, Failure};
 use crate::protocol::{parse_client_message, ClientMessage, ServerMessage, StartMessage};
 use crate::scheduler::{SessionEvent, SessionHandle};
 use crate::voices::Encoders;
@@ -92,15 +92,17 @@ impl Connection {
     async fn on_client(&mut self, msg: Message, sink: &mut Sink) -> Flow {
         self.last_client_message = Instant::now();
         if !self.within_rate() {
-            let f = Failure::new(429, "rate_limited", "too many messages; the connection is closed");
+            let f = Failure::new(ErrorCode::RateLimited, "too many messages; the connection is closed");
             send(sink, &ServerMessage::error(&f)).await;
             return Flow::Close;
         }
         let text = match msg {
             Message::Text(t) => t,
             Message::Binary(_) => {
-                let f =
-                    Failure::new(400, "invalid_message", "binary messages are not accepted; send JSON text");
+                let f = Failure::new(
+                    ErrorCode::InvalidMessage,
+                    "binary messages are not accepted; send JSON text",
+                );
                 return self.reply(sink, &ServerMessage::error(&f)).await;
             }
             Message::Close(_) => return Flow::Close,
@@ -117,7 +119,7 @@ impl Connection {
             ClientMessage::Cancel {} => {
                 if let Some(mut s) = self.session.take() {
                     s.handle.cancel();
-                    let f = Failure::new(499, "cancelled", "the session was cancelled by the client");
+                    let f = Failure::new(ErrorCode::Cancelled, "the session was cancelled by the client");
                     send(sink, &ServerMessage::error(&f)).await;
                 }
                 Ok(())
@@ -140,7 +142,10 @@ impl Connection {
 
     async fn start(&mut self, mut start: StartMessage) -> Result<(), Failure> {
         if self.session.is_some() {
-            return Err(Failure::new(409, "session_active", "a session is already running on this socket"));
+            return Err(Failure::new(
+                ErrorCode::SessionActive,
+                "a session is already running on this socket",
+            ));
         }
         let format = match start.format.as_deref() {
             None | Some("pcm16") | Some("pcm") => "pcm16",
@@ -155,7 +160,7 @@ impl Connection {
         let encoder = match format {
             "opus" => Some(
                 stream_encoder(AudioFormat::Opus, SAMPLE_RATE)
-                    .map_err(|e| Failure::new(503, "encoder_error", e.to_string()))?,
+                    .map_err(|e| Failure::new(ErrorCode::EncoderError, e.to_string()))?,
             ),
             _ => None,
         };
@@ -182,13 +187,12 @@ impl Connection {
         let model = self.state.model.clone();
         let s = self.session.as_mut().ok_or_else(no_session)?;
         if s.text_ended {
-            return Err(Failure::new(409, "text_ended", "text came after `end`"));
+            return Err(Failure::new(ErrorCode::TextEnded, "text came after `end`"));
         }
         let chars = text.chars().count();
         if s.text_chars + chars > max {
             return Err(Failure::new(
-                413,
-                "text_too_long",
+                ErrorCode::TextTooLong,
                 format!("the session's text exceeds {max} characters"),
             )
             .with_field("text"));
@@ -227,7 +231,9 @@ impl Connection {
                     Some(enc) => match enc.push(&f.pcm) {
                         Ok(b) => b,
                         Err(e) => {
-                            return self.fail(sink, Failure::new(503, "encoder_error", e.to_string())).await
+                            return self
+                                .fail(sink, Failure::new(ErrorCode::EncoderError, e.to_string()))
+                                .await
                         }
                     },
                     None => PcmStream::encode(&f.pcm),
@@ -267,7 +273,7 @@ impl Connection {
             }
             Some(SessionEvent::Error(f)) => self.fail(sink, f).await,
             None => {
-                self.fail(sink, Failure::new(503, "session_lost", "the session ended unexpectedly")).await
+                self.fail(sink, Failure::new(ErrorCode::SessionLost, "the session ended unexpectedly")).await
             }
         }
     }
@@ -283,7 +289,7 @@ impl Connection {
         let waiting = self.session.as_ref().is_some_and(|s| !s.text_ended);
         if waiting && self.last_client_message.elapsed() > timeout {
             let f =
-                Failure::new(408, "idle_timeout", format!("no text or `end` for {} s", timeout.as_secs()));
+                Failure::new(ErrorCode::IdleTimeout, format!("no text or `end` for {} s", timeout.as_secs()));
             return self.fail(sink, f).await;
         }
         Flow::Continue
@@ -305,13 +311,17 @@ async fn next_event(session: &mut Option<Active>) -> Option<SessionEvent> {
     }
 }
 
+/// Sends one message. Every `error` goes out through here, so this is where it is counted.
 async fn send(sink: &mut Sink, msg: &ServerMessage) -> bool {
+    if let ServerMessage::Error { code, .. } = msg {
+        code.count();
+    }
     let text = serde_json::to_string(msg).expect("server messages serialise");
     sink.send(Message::Text(text.into())).await.is_ok()
 }
 
 fn no_session() -> Failure {
-    Failure::new(409, "no_session", "send a `start` message first")
+    Failure::new(ErrorCode::NoSession, "send a `start` message first")
 }
 
 /// The voice of a `start` that carries `ref_audio` (one-off cloning; nothing is stored).
@@ -349,13 +359,16 @@ async fn unreadable(e: axum::Error, sink: &mut Sink) -> Flow {
     let (code, failure) = if text.contains("too long") || text.contains("Space limit") {
         (
             1009,
-            Failure::new(413, "message_too_large", "the message is larger than limits.max_ws_message_bytes"),
+            Failure::new(
+                ErrorCode::MessageTooLarge,
+                "the message is larger than limits.max_ws_message_bytes",
+            ),
         )
     } else {
-        (1002, Failure::new(400, "invalid_message", format!("unreadable WebSocket frame: {text}")))
+        (1002, Failure::new(ErrorCode::InvalidMessage, format!("unreadable WebSocket frame: {text}")))
     };
     send(sink, &ServerMessage::error(&failure)).await;
-    let close = CloseFrame { code, reason: failure.code.into() };
+    let close = CloseFrame { code, reason: failure.code.as_str().into() };
     let _ = sink.send(Message::Close(Some(close))).await;
     Flow::Close
 }

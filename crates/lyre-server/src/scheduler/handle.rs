@@ -8,13 +8,10 @@ use std::time::Instant;
 use lyre_engine::SessionRequest;
 use tokio::sync::mpsc;
 
-use super::worker::{Command, PendingStart};
-use super::{SessionEvent, Shared};
-use crate::errors::Failure;
-
-/// Default events buffered per session before the worker treats the client as too slow (≈ 20 s
-/// of audio); `limits.max_buffered_frames` sets it.
-pub const EVENT_BUFFER: usize = 256;
+use super::command::{Command, PendingStart};
+use super::events::SessionEvent;
+use super::shared::Shared;
+use crate::errors::{ErrorCode, Failure};
 
 #[derive(Clone)]
 pub struct Scheduler {
@@ -48,13 +45,12 @@ impl Scheduler {
         let s = &self.shared;
         if s.draining.load(Ordering::SeqCst) {
             return Some(Failure::new(
-                503,
-                "draining",
+                ErrorCode::Draining,
                 "the server is shutting down; retry on another replica",
             ));
         }
         if !s.ready.load(Ordering::SeqCst) {
-            return Some(Failure::new(503, "not_ready", "the model is still loading"));
+            return Some(Failure::new(ErrorCode::NotReady, "the model is still loading"));
         }
         None
     }
@@ -69,7 +65,7 @@ impl Scheduler {
         let before = s.active.fetch_add(1, Ordering::SeqCst);
         if before >= s.max_live + s.max_queue {
             s.active.fetch_sub(1, Ordering::SeqCst);
-            metrics::counter!("lyre_rejected_total", "code" => "busy").increment(1);
+            metrics::counter!("lyre_rejected_total", "code" => ErrorCode::Busy.as_str()).increment(1);
             return Err(busy(s.max_live, s.max_queue));
         }
         let sid = self.next_sid.fetch_add(1, Ordering::Relaxed);
@@ -83,7 +79,7 @@ impl Scheduler {
                 Err(match e {
                     TrySendError::Full(_) => busy(s.max_live, s.max_queue),
                     TrySendError::Disconnected(_) => {
-                        Failure::new(503, "worker_stopped", "the GPU worker has stopped")
+                        Failure::new(ErrorCode::WorkerStopped, "the GPU worker has stopped")
                     }
                 })
             }
@@ -97,7 +93,10 @@ impl Scheduler {
 }
 
 fn busy(live: usize, queue: usize) -> Failure {
-    Failure::new(429, "busy", format!("all {live} sessions are busy and {queue} are waiting; retry shortly"))
+    Failure::new(
+        ErrorCode::Busy,
+        format!("all {live} sessions are busy and {queue} are waiting; retry shortly"),
+    )
 }
 
 impl SessionHandle {
@@ -129,9 +128,9 @@ impl SessionHandle {
 
     fn send(&self, cmd: Command) -> Result<(), Failure> {
         self.commands.try_send(cmd).map_err(|e| match e {
-            TrySendError::Full(_) => Failure::new(503, "overloaded", "the GPU worker's queue is full"),
+            TrySendError::Full(_) => Failure::new(ErrorCode::Overloaded, "the GPU worker's queue is full"),
             TrySendError::Disconnected(_) => {
-                Failure::new(503, "worker_stopped", "the GPU worker has stopped")
+                Failure::new(ErrorCode::WorkerStopped, "the GPU worker has stopped")
             }
         })
     }

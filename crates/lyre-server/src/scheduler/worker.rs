@@ -3,7 +3,6 @@
 //! awaits and never does I/O; a session whose client stops reading is cancelled rather than
 //! allowed to stall the others.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
@@ -11,44 +10,16 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use lyre_engine::policy::default_max_frames;
-use lyre_engine::{Engine, EngineError, FinishReason, SessionId, SessionRequest, StepOutput};
+use lyre_engine::{EngineError, FinishReason, SessionId, SessionRequest, StepOutput};
 use tokio::sync::mpsc;
 
+use super::command::{Command, PendingStart, TextOp};
+use super::events::{DoneStats, FrameEvent, SessionEvent};
 use super::handle::Scheduler;
-use super::{DoneStats, FrameEvent, SessionEvent, Shared};
-use crate::errors::Failure;
-
-pub(crate) enum Command {
-    Start(Box<PendingStart>),
-    Text { sid: u64, text: String },
-    EndText { sid: u64 },
-    Cancel { sid: u64 },
-    Shutdown,
-}
-
-pub(crate) enum TextOp {
-    Append(String),
-    End,
-}
-
-pub(crate) struct PendingStart {
-    pub sid: u64,
-    pub request: SessionRequest,
-    pub sink: mpsc::Sender<SessionEvent>,
-    pub span: tracing::Span,
-    pub received: Instant,
-    /// Text that arrived while the session waited for a slot.
-    pub text_ops: Vec<TextOp>,
-}
-
-struct Live {
-    engine_id: SessionId,
-    sink: mpsc::Sender<SessionEvent>,
-    span: tracing::Span,
-    received: Instant,
-    first_frame_ms: Option<f64>,
-    frames: u32,
-}
+use super::session_engine::SessionEngine;
+use super::sessions::{Live, SessionTable};
+use super::shared::Shared;
+use crate::errors::{ErrorCode, Failure};
 
 #[derive(Debug, Clone)]
 pub struct WorkerOptions {
@@ -63,13 +34,14 @@ pub struct WorkerOptions {
 
 /// Starts the worker thread. `make_engine` runs on that thread (the GPU device lives there);
 /// if it fails, the error is kept in `Shared::fatal` and the server never turns ready.
-pub fn spawn_worker<F>(
+pub fn spawn_worker<E, F>(
     make_engine: F,
     shared: Arc<Shared>,
     opts: WorkerOptions,
 ) -> (Scheduler, JoinHandle<()>)
 where
-    F: FnOnce() -> anyhow::Result<Engine> + Send + 'static,
+    E: SessionEngine,
+    F: FnOnce() -> anyhow::Result<E> + Send + 'static,
 {
     let (tx, rx) = std::sync::mpsc::sync_channel(opts.command_buffer);
     let scheduler = Scheduler::new(tx, shared.clone());
@@ -91,27 +63,23 @@ where
     (scheduler, thread)
 }
 
-struct Worker {
-    engine: Engine,
+pub(super) struct Worker<E> {
+    engine: E,
     commands: Receiver<Command>,
     shared: Arc<Shared>,
-    queue: VecDeque<Box<PendingStart>>,
-    live: HashMap<u64, Live>,
-    by_engine_id: HashMap<SessionId, u64>,
+    sessions: SessionTable,
     consecutive_errors: u32,
     ticks: u64,
-    debug_fail_tick: Option<u64>,
+    pub(super) debug_fail_tick: Option<u64>,
 }
 
-impl Worker {
-    fn new(engine: Engine, commands: Receiver<Command>, shared: Arc<Shared>) -> Self {
+impl<E: SessionEngine> Worker<E> {
+    pub(super) fn new(engine: E, commands: Receiver<Command>, shared: Arc<Shared>) -> Self {
         Worker {
             engine,
             commands,
             shared,
-            queue: VecDeque::new(),
-            live: HashMap::new(),
-            by_engine_id: HashMap::new(),
+            sessions: SessionTable::default(),
             consecutive_errors: 0,
             ticks: 0,
             debug_fail_tick: None,
@@ -125,28 +93,38 @@ impl Worker {
         self.shared.ready.store(true, Ordering::SeqCst);
         tracing::info!("GPU worker ready");
         loop {
-            if !self.engine.has_work() {
-                match self.commands.recv_timeout(Duration::from_millis(250)) {
-                    Ok(cmd) => {
-                        if !self.handle(cmd) {
-                            return Ok(());
-                        }
-                    }
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => return Ok(()),
-                }
+            if !self.engine.has_work() && !self.wait_for_command() {
+                return Ok(());
             }
-            while let Ok(cmd) = self.commands.try_recv() {
-                if !self.handle(cmd) {
-                    return Ok(());
-                }
+            if !self.turn() {
+                return Ok(());
             }
-            self.admit();
-            if self.engine.has_work() {
-                self.tick();
-            }
-            self.publish_gauges();
         }
+    }
+
+    /// Blocks a while for a command when there is nothing to step; false means stop.
+    fn wait_for_command(&mut self) -> bool {
+        match self.commands.recv_timeout(Duration::from_millis(250)) {
+            Ok(cmd) => self.handle(cmd),
+            Err(RecvTimeoutError::Timeout) => true,
+            Err(RecvTimeoutError::Disconnected) => false,
+        }
+    }
+
+    /// One round without blocking: apply every waiting command, fill free slots from the queue,
+    /// and step the engine if some session can make a frame. False means stop.
+    pub(super) fn turn(&mut self) -> bool {
+        while let Ok(cmd) = self.commands.try_recv() {
+            if !self.handle(cmd) {
+                return false;
+            }
+        }
+        self.admit();
+        if self.engine.has_work() {
+            self.tick();
+        }
+        self.publish_gauges();
+        true
     }
 
     fn warm_up(&mut self, req: SessionRequest) -> anyhow::Result<()> {
@@ -166,13 +144,13 @@ impl Worker {
     /// Applies one command; false means stop.
     fn handle(&mut self, cmd: Command) -> bool {
         match cmd {
-            Command::Start(start) => self.queue.push_back(start),
+            Command::Start(start) => self.sessions.enqueue(start),
             Command::Text { sid, text } => self.text_op(sid, TextOp::Append(text)),
             Command::EndText { sid } => self.text_op(sid, TextOp::End),
             Command::Cancel { sid } => self.cancel(sid),
             Command::Shutdown => {
-                for sid in self.live.keys().copied().collect::<Vec<_>>() {
-                    self.fail(sid, Failure::new(503, "shutdown", "the server stopped"));
+                for sid in self.sessions.live_sids() {
+                    self.fail(sid, Failure::new(ErrorCode::Shutdown, "the server stopped"));
                 }
                 return false;
             }
@@ -181,11 +159,11 @@ impl Worker {
     }
 
     fn text_op(&mut self, sid: u64, op: TextOp) {
-        if let Some(p) = self.queue.iter_mut().find(|p| p.sid == sid) {
+        if let Some(p) = self.sessions.queued_mut(sid) {
             p.text_ops.push(op);
             return;
         }
-        let Some(live) = self.live.get(&sid) else { return };
+        let Some(live) = self.sessions.live(sid) else { return };
         let id = live.engine_id;
         let result = match op {
             TextOp::Append(t) => self.engine.append_text(id, &t),
@@ -200,49 +178,45 @@ impl Worker {
     /// limit applies as for whole text (5 s + 1 s per token), so no prompt runs for ever.
     fn cap_by_text(&mut self, id: SessionId) {
         if let Some(tokens) = self.engine.text_tokens(id) {
-            let cap = default_max_frames(tokens, &self.engine.model().generation);
+            let cap = default_max_frames(tokens, self.engine.generation());
             self.engine.cap_frames(id, cap);
         }
     }
 
     fn cancel(&mut self, sid: u64) {
-        if let Some(i) = self.queue.iter().position(|p| p.sid == sid) {
-            self.queue.remove(i);
+        if self.sessions.remove_queued(sid) {
             self.shared.active.fetch_sub(1, Ordering::SeqCst);
             return;
         }
-        if let Some(live) = self.live.remove(&sid) {
+        if let Some(live) = self.sessions.remove_live(sid) {
             self.engine.cancel(live.engine_id);
-            self.by_engine_id.remove(&live.engine_id);
             self.ended("cancelled");
         }
     }
 
     /// Moves queued sessions into free engine slots.
     fn admit(&mut self) {
-        while self.live.len() < self.shared.max_live {
-            let Some(p) = self.queue.pop_front() else { break };
+        while self.sessions.live_len() < self.shared.max_live {
+            let Some(p) = self.sessions.next_queued() else { break };
             let PendingStart { sid, request, sink, span, received, text_ops } = *p;
             let id = match self.engine.start(request) {
                 Ok(id) => id,
                 Err(e) => {
                     let _ = sink.try_send(SessionEvent::Error(Failure::from(&e)));
                     self.shared.active.fetch_sub(1, Ordering::SeqCst);
-                    metrics::counter!("lyre_errors_total", "code" => Failure::from(&e).code).increment(1);
                     continue;
                 }
             };
             let queued_ms = received.elapsed().as_secs_f64() * 1e3;
             let _ = sink.try_send(SessionEvent::Started { queued_ms });
             span.in_scope(|| tracing::debug!(sid, queued_ms, "session started"));
-            self.by_engine_id.insert(id, sid);
-            self.live
-                .insert(sid, Live { engine_id: id, sink, span, received, first_frame_ms: None, frames: 0 });
+            let live = Live { engine_id: id, sink, span, received, first_frame_ms: None, frames: 0 };
+            self.sessions.insert_live(sid, live);
             for op in text_ops {
                 self.text_op(sid, op);
             }
         }
-        self.shared.live.store(self.live.len(), Ordering::SeqCst);
+        self.shared.live.store(self.sessions.live_len(), Ordering::SeqCst);
     }
 
     fn tick(&mut self) {
@@ -268,8 +242,8 @@ impl Worker {
             Err(e) => {
                 self.consecutive_errors += 1;
                 tracing::error!(error = %e, consecutive = self.consecutive_errors, "tick failed");
-                for sid in self.live.keys().copied().collect::<Vec<_>>() {
-                    self.fail(sid, Failure::new(503, "gpu_error", format!("the GPU step failed: {e}")));
+                for sid in self.sessions.live_sids() {
+                    self.fail(sid, Failure::new(ErrorCode::GpuError, format!("the GPU step failed: {e}")));
                 }
                 if self.consecutive_errors >= 3 {
                     self.shared.ready.store(false, Ordering::SeqCst);
@@ -279,8 +253,7 @@ impl Worker {
     }
 
     fn deliver(&mut self, out: StepOutput) {
-        let Some(&sid) = self.by_engine_id.get(&out.id) else { return };
-        let Some(live) = self.live.get_mut(&sid) else { return };
+        let Some((sid, live)) = self.sessions.live_by_engine_id(out.id) else { return };
         if let Some(frame) = out.frame {
             let elapsed_ms = live.received.elapsed().as_secs_f64() * 1e3;
             if live.first_frame_ms.is_none() {
@@ -303,15 +276,13 @@ impl Worker {
         if let Some(reason) = out.finished {
             if reason == FinishReason::GpuFault {
                 let failure = Failure::new(
-                    503,
-                    "gpu_error",
+                    ErrorCode::GpuError,
                     "the GPU's results for this stream could not be trusted (a persistent layer's \
                      barrier gave up); the server now runs the safer kernels, so a retry succeeds",
                 );
                 return self.fail(sid, failure);
             }
-            let live = self.live.remove(&sid).expect("present above");
-            self.by_engine_id.remove(&out.id);
+            let live = self.sessions.remove_live(sid).expect("present above");
             let elapsed_ms = live.received.elapsed().as_secs_f64() * 1e3;
             let ev = match reason {
                 FinishReason::EmptyText => {
@@ -330,22 +301,22 @@ impl Worker {
         }
     }
 
-    /// The client stopped reading: cancel so the others keep their pace.
+    /// The client stopped reading: cancel so the others keep their pace. This is the one
+    /// failure counted here rather than where the client is told: a client that does not read
+    /// is not told anything, and its handler may be blocked on it for a long while.
     fn drop_slow(&mut self, sid: u64) {
-        if let Some(live) = self.live.remove(&sid) {
+        if let Some(live) = self.sessions.remove_live(sid) {
             self.engine.cancel(live.engine_id);
-            self.by_engine_id.remove(&live.engine_id);
             live.span.in_scope(|| tracing::warn!(sid, "client too slow; session cancelled"));
-            metrics::counter!("lyre_errors_total", "code" => "slow_consumer").increment(1);
+            ErrorCode::SlowConsumer.count();
             self.ended("slow_consumer");
         }
     }
 
+    /// Ends a live session with an error event; the handler that passes it on counts it.
     fn fail(&mut self, sid: u64, failure: Failure) {
-        if let Some(live) = self.live.remove(&sid) {
+        if let Some(live) = self.sessions.remove_live(sid) {
             self.engine.cancel(live.engine_id);
-            self.by_engine_id.remove(&live.engine_id);
-            metrics::counter!("lyre_errors_total", "code" => failure.code).increment(1);
             let _ = live.sink.try_send(SessionEvent::Error(failure));
             self.ended("failed");
         }
@@ -353,12 +324,12 @@ impl Worker {
 
     fn ended(&mut self, outcome: &'static str) {
         self.shared.active.fetch_sub(1, Ordering::SeqCst);
-        self.shared.live.store(self.live.len(), Ordering::SeqCst);
+        self.shared.live.store(self.sessions.live_len(), Ordering::SeqCst);
         metrics::counter!("lyre_sessions_total", "outcome" => outcome).increment(1);
     }
 
     fn publish_gauges(&self) {
-        metrics::gauge!("lyre_live_sessions").set(self.live.len() as f64);
-        metrics::gauge!("lyre_queue_depth").set(self.queue.len() as f64);
+        metrics::gauge!("lyre_live_sessions").set(self.sessions.live_len() as f64);
+        metrics::gauge!("lyre_queue_depth").set(self.sessions.queue_len() as f64);
     }
 }

@@ -12,7 +12,7 @@ use lyre_engine::speaker_encoder::SpeakerEncoder;
 use lyre_engine::speech_encoder::SpeechEncoder;
 use lyre_engine::EngineError;
 
-use crate::errors::Failure;
+use crate::errors::{ErrorCode, Failure};
 
 /// What the encoders made of one clip.
 #[derive(Debug, Clone)]
@@ -46,8 +46,7 @@ impl Encoders {
             ModelType::Base => None,
             other => Some(
                 Failure::new(
-                    400,
-                    "cloning_unsupported",
+                    ErrorCode::CloningUnsupported,
                     format!(
                         "this server runs a {} model, which does not clone voices; use a Base model",
                         other.as_str()
@@ -98,9 +97,9 @@ impl Encoders {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => {
                 let f = Failure::from(&e);
-                Err(if f.code == "invalid_reference_audio" { f.with_field(audio_field) } else { f })
+                Err(if f.code == ErrorCode::InvalidReferenceAudio { f.with_field(audio_field) } else { f })
             }
-            Err(e) => Err(Failure::new(503, "encoder_error", format!("the voice encoders failed: {e}"))),
+            Err(e) => Err(Failure::new(ErrorCode::EncoderError, format!("the voice encoders failed: {e}"))),
         }
     }
 }

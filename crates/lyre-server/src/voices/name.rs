@@ -1,6 +1,6 @@
 //! Voice names: identifiers that are safe as file names, `^[A-Za-z0-9_-]{1,64}$`.
 
-use crate::errors::Failure;
+use crate::errors::{ErrorCode, Failure};
 
 /// Longest accepted name.
 pub const MAX_NAME_LEN: usize = 64;
@@ -10,8 +10,7 @@ pub const MAX_NAME_LEN: usize = 64;
 pub fn validate_name(name: &str, field: &str) -> Result<(), Failure> {
     let bad = |why: &str| {
         Failure::new(
-            400,
-            "invalid_voice_name",
+            ErrorCode::InvalidVoiceName,
             format!("`{}` {why}; a voice name is 1-64 of A-Z, a-z, 0-9, `_` and `-`", name.escape_debug()),
         )
         .with_field(field)
@@ -53,7 +52,7 @@ mod tests {
         ] {
             let f = validate_name(bad, "name").unwrap_err();
             assert_eq!(
-                (f.status, f.code, f.field.as_deref()),
+                (f.status(), f.code.as_str(), f.field.as_deref()),
                 (400, "invalid_voice_name", Some("name")),
                 "{bad}"
             );

@@ -11,7 +11,7 @@ use lyre_engine::prompt::{VoiceReference, VoiceSpec};
 use serde::{Deserialize, Serialize};
 
 use super::name::validate_name;
-use crate::errors::Failure;
+use crate::errors::{ErrorCode, Failure};
 
 /// The file format's version.
 const FORMAT: u32 = 1;
@@ -94,10 +94,7 @@ impl StoredVoice {
     pub fn voice_spec(&self, cfg: &ModelConfig, field: &str) -> Result<VoiceSpec, Failure> {
         let here = ModelStamp::of(cfg);
         if self.model != here {
-            return Err(Failure::new(
-                400,
-                "voice_model_mismatch",
-                format!(
+            return Err(Failure::new(ErrorCode::VoiceModelMismatch, format!(
                     "voice `{}` was made with a {} model; this server runs a {} model. Upload the clip again here",
                     self.name, self.model, here
                 ),
@@ -140,9 +137,9 @@ pub enum StoreError {
 impl From<&StoreError> for Failure {
     fn from(e: &StoreError) -> Self {
         match e {
-            StoreError::Exists(_) => Failure::new(409, "voice_exists", e.to_string()).with_field("name"),
-            StoreError::Full(_) => Failure::new(507, "voice_store_full", e.to_string()),
-            StoreError::Io { .. } => Failure::new(503, "voice_store_error", e.to_string()),
+            StoreError::Exists(_) => Failure::new(ErrorCode::VoiceExists, e.to_string()).with_field("name"),
+            StoreError::Full(_) => Failure::new(ErrorCode::VoiceStoreFull, e.to_string()),
+            StoreError::Io { .. } => Failure::new(ErrorCode::VoiceStoreError, e.to_string()),
         }
     }
 }

@@ -51,7 +51,7 @@ fn a_name_is_never_overwritten_and_the_store_is_bounded() {
     let store = VoiceStore::open(&dir, 2).unwrap();
     store.insert(icl_voice("a", &m.config)).unwrap();
     let e = store.insert(icl_voice("a", &m.config)).unwrap_err();
-    assert_eq!(Failure::from(&e).status, 409);
+    assert_eq!(Failure::from(&e).status(), 409);
     store.insert(icl_voice("b", &m.config)).unwrap();
     let e = store.insert(icl_voice("c", &m.config)).unwrap_err();
     assert_eq!(Failure::from(&e).code, "voice_store_full");
@@ -68,7 +68,7 @@ fn voice_specs_follow_the_transcript_and_refuse_other_models() {
     let cv = model("tiny-custom-voice");
     assert_eq!(cv.config.tts_model_type, ModelType::CustomVoice);
     let f = v.voice_spec(&cv.config, "voice").unwrap_err();
-    assert_eq!((f.status, f.code), (400, "voice_model_mismatch"));
+    assert_eq!((f.status(), f.code.as_str()), (400, "voice_model_mismatch"));
     assert!(f.message.contains("base") && f.message.contains("custom_voice"), "{}", f.message);
 }
 

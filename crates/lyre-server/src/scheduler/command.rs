@@ -1,0 +1,33 @@
+//! What the async side asks of the worker thread, over one bounded channel.
+
+use std::time::Instant;
+
+use lyre_engine::SessionRequest;
+use tokio::sync::mpsc;
+
+use super::events::SessionEvent;
+
+pub(crate) enum Command {
+    Start(Box<PendingStart>),
+    Text { sid: u64, text: String },
+    EndText { sid: u64 },
+    Cancel { sid: u64 },
+    Shutdown,
+}
+
+/// A change to a streamed session's text.
+pub(crate) enum TextOp {
+    Append(String),
+    End,
+}
+
+/// A session admitted by the scheduler and waiting for an engine slot.
+pub(crate) struct PendingStart {
+    pub sid: u64,
+    pub request: SessionRequest,
+    pub sink: mpsc::Sender<SessionEvent>,
+    pub span: tracing::Span,
+    pub received: Instant,
+    /// Text that arrived while the session waited for a slot.
+    pub text_ops: Vec<TextOp>,
+}

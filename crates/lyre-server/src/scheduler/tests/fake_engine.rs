@@ -1,0 +1,164 @@
+//! A stand-in for the engine, as the worker sees it: each session makes one frame per step
+//! until its frame limit; a streamed session waits for text; a request's text picks odd
+//! behaviour (`refuse`: no slot for it; `fault`: its first step is a GPU fault). The state is
+//! shared so a test can look inside while the worker owns the engine.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use lyre_engine::checkpoint::config::GenerationConfig;
+use lyre_engine::{EngineError, FinishReason, Frame, SessionId, SessionRequest, StepOutput, TextInput};
+
+use crate::scheduler::SessionEngine;
+
+pub struct FakeEngine {
+    state: Arc<Mutex<FakeState>>,
+    generation: GenerationConfig,
+}
+
+#[derive(Default)]
+pub struct FakeState {
+    /// Sessions that fit at once.
+    pub slots: usize,
+    pub sessions: BTreeMap<SessionId, FakeSession>,
+    next_id: SessionId,
+    /// The label of every session started, in order.
+    pub started: Vec<String>,
+    /// The engine ids of the sessions cancelled, in order.
+    pub cancelled: Vec<SessionId>,
+    /// The next this many steps fail.
+    pub failing_steps: u32,
+}
+
+#[derive(Debug)]
+pub struct FakeSession {
+    pub label: String,
+    pub streamed: bool,
+    pub words: Vec<String>,
+    pub text_ended: bool,
+    pub frames: u32,
+    pub max_frames: u32,
+}
+
+impl FakeSession {
+    fn has_input(&self) -> bool {
+        !self.streamed || !self.words.is_empty() || self.text_ended
+    }
+}
+
+impl FakeEngine {
+    pub fn new(slots: usize) -> (Self, Arc<Mutex<FakeState>>) {
+        let state = Arc::new(Mutex::new(FakeState { slots, ..FakeState::default() }));
+        (FakeEngine { state: state.clone(), generation: GenerationConfig::default() }, state)
+    }
+
+    fn state(&self) -> MutexGuard<'_, FakeState> {
+        self.state.lock().unwrap()
+    }
+}
+
+impl FakeState {
+    /// The engine id of the live session with this label.
+    pub fn id_of(&self, label: &str) -> SessionId {
+        *self.sessions.iter().find(|(_, s)| s.label == label).unwrap_or_else(|| panic!("no `{label}`")).0
+    }
+
+    pub fn session(&self, label: &str) -> &FakeSession {
+        &self.sessions[&self.id_of(label)]
+    }
+}
+
+impl SessionEngine for FakeEngine {
+    fn start(&mut self, request: SessionRequest) -> Result<SessionId, EngineError> {
+        let mut s = self.state();
+        let (label, streamed) = match request.text {
+            TextInput::Whole(text) => (text, false),
+            TextInput::Streamed => ("streamed".to_string(), true),
+        };
+        if label == "refuse" || s.sessions.len() >= s.slots {
+            return Err(EngineError::Capacity(format!("no slot for `{label}`")));
+        }
+        s.next_id += 1;
+        let id = s.next_id;
+        s.started.push(label.clone());
+        let session = FakeSession {
+            label,
+            streamed,
+            words: Vec::new(),
+            text_ended: false,
+            frames: 0,
+            max_frames: request.max_frames,
+        };
+        s.sessions.insert(id, session);
+        Ok(id)
+    }
+
+    fn append_text(&mut self, id: SessionId, text: &str) -> Result<(), EngineError> {
+        let mut s = self.state();
+        let session = s.sessions.get_mut(&id).ok_or(EngineError::UnknownSession(id))?;
+        session.words.extend(text.split_whitespace().map(str::to_string));
+        Ok(())
+    }
+
+    fn end_text(&mut self, id: SessionId) -> Result<(), EngineError> {
+        let mut s = self.state();
+        s.sessions.get_mut(&id).ok_or(EngineError::UnknownSession(id))?.text_ended = true;
+        Ok(())
+    }
+
+    fn text_tokens(&self, id: SessionId) -> Option<usize> {
+        self.state().sessions.get(&id).map(|s| s.words.len())
+    }
+
+    fn cap_frames(&mut self, id: SessionId, max_frames: u32) {
+        if let Some(s) = self.state().sessions.get_mut(&id) {
+            s.max_frames = s.max_frames.min(max_frames.max(1));
+        }
+    }
+
+    fn cancel(&mut self, id: SessionId) {
+        let mut s = self.state();
+        if s.sessions.remove(&id).is_some() {
+            s.cancelled.push(id);
+        }
+    }
+
+    fn live_sessions(&self) -> usize {
+        self.state().sessions.len()
+    }
+
+    fn has_work(&self) -> bool {
+        self.state().sessions.values().any(FakeSession::has_input)
+    }
+
+    fn step(&mut self) -> Result<Vec<StepOutput>, EngineError> {
+        let mut s = self.state();
+        if s.failing_steps > 0 {
+            s.failing_steps -= 1;
+            return Err(EngineError::Gpu("the device was lost".into()));
+        }
+        let mut outs = Vec::new();
+        for (&id, session) in s.sessions.iter_mut().filter(|(_, s)| s.has_input()) {
+            let out = |frame, finished| StepOutput { id, frame, finished, logits: None };
+            if session.label == "fault" {
+                outs.push(out(None, Some(FinishReason::GpuFault)));
+            } else if session.streamed && session.text_ended && session.words.is_empty() {
+                outs.push(out(None, Some(FinishReason::EmptyText)));
+            } else {
+                let index = session.frames;
+                session.frames += 1;
+                let frame = Frame { index, codes: [index as u16; 16], pcm: vec![0.0; 4] };
+                let done = (session.frames >= session.max_frames).then_some(FinishReason::MaxFrames);
+                outs.push(out(Some(frame), done));
+            }
+        }
+        for o in outs.iter().filter(|o| o.finished.is_some()) {
+            s.sessions.remove(&o.id);
+        }
+        Ok(outs)
+    }
+
+    fn generation(&self) -> &GenerationConfig {
+        &self.generation
+    }
+}

@@ -1,0 +1,103 @@
+//! A session's life after admission: text, cancel, drain and shutdown.
+
+use lyre_engine::policy::default_max_frames;
+
+use super::*;
+
+#[test]
+fn cancel_while_queued_gives_the_place_back_without_touching_the_engine() {
+    let mut h = harness(1, 2);
+    let mut a = h.submit(whole("a", 3));
+    let b = h.submit(whole("b", 3));
+    h.turn();
+    assert_eq!(h.counts(), (2, 1));
+    drop(b);
+    h.turn();
+    assert_eq!(h.counts(), (1, 1));
+    h.turn();
+    assert_eq!(
+        seen(&mut a),
+        [
+            Seen::Started,
+            Seen::Frame(0),
+            Seen::Frame(1),
+            Seen::Frame(2),
+            Seen::Done { frames: 3, reason: FinishReason::MaxFrames }
+        ]
+    );
+    h.turn();
+    assert_eq!(h.engine().started, ["a"], "the cancelled session never started");
+    assert_eq!(h.counts(), (0, 0));
+}
+
+#[test]
+fn cancel_while_live_frees_the_slot_for_the_next_in_line() {
+    let mut h = harness(1, 1);
+    let mut a = h.submit(whole("a", 100));
+    let mut b = h.submit(whole("b", 100));
+    h.turn();
+    let a_id = h.engine().id_of("a");
+    a.cancel();
+    h.turn();
+    assert_eq!(h.engine().cancelled, [a_id]);
+    assert_eq!(h.engine().started, ["a", "b"], "b took the freed slot in the same turn");
+    assert_eq!(h.counts(), (1, 1));
+    assert_eq!(seen(&mut a), [Seen::Started, Seen::Frame(0), Seen::Closed]);
+    assert_eq!(seen(&mut b), [Seen::Started, Seen::Frame(0)]);
+}
+
+/// Text sent while a session waits for a slot is kept and given to the engine when it starts;
+/// the end of streamed text caps the session like whole text (5 s + 1 s per token).
+#[test]
+fn streamed_text_waits_with_its_session_and_its_end_caps_the_frames() {
+    let mut h = harness(1, 1);
+    let a = h.submit(whole("a", 100));
+    let mut b = h.submit(streamed(10_000));
+    b.append_text("one two ".into()).unwrap();
+    b.append_text("three".into()).unwrap();
+    b.end_text().unwrap();
+    h.turn();
+    assert_eq!(seen(&mut b), []);
+    drop(a);
+    h.turn();
+    let engine = h.engine();
+    let session = engine.session("streamed");
+    assert_eq!(session.words, ["one", "two", "three"]);
+    assert!(session.text_ended);
+    assert_eq!(session.max_frames, default_max_frames(3, &GenerationConfig::default()));
+    assert!(session.max_frames < 10_000);
+}
+
+/// Draining refuses new sessions but lets the admitted ones, live and queued, run to the end.
+#[test]
+fn drain_finishes_live_and_queued_sessions() {
+    let mut h = harness(1, 1);
+    let mut a = h.submit(whole("a", 2));
+    let mut b = h.submit(whole("b", 2));
+    h.turn();
+    h.shared.draining.store(true, Ordering::SeqCst);
+    assert!(h.scheduler.submit(whole("c", 2), tracing::Span::none()).is_err());
+    for _ in 0..4 {
+        h.turn();
+    }
+    let done = |frames| Seen::Done { frames, reason: FinishReason::MaxFrames };
+    assert_eq!(seen(&mut a), [Seen::Started, Seen::Frame(0), Seen::Frame(1), done(2)]);
+    assert_eq!(seen(&mut b), [Seen::Started, Seen::Frame(0), Seen::Frame(1), done(2)]);
+    assert_eq!(h.counts(), (0, 0), "drained");
+}
+
+/// What is still live when the drain runs out is told the server stopped, and the worker ends.
+#[test]
+fn shutdown_with_live_sessions_tells_them_and_stops_the_worker() {
+    let mut h = harness(2, 1);
+    let mut a = h.submit(whole("a", 100));
+    let mut b = h.submit(whole("b", 100));
+    h.turn();
+    h.scheduler.shutdown();
+    assert!(!h.worker.turn(), "the worker stops");
+    for handle in [&mut a, &mut b] {
+        assert_eq!(seen(handle), [Seen::Started, Seen::Frame(0), Seen::Error(ErrorCode::Shutdown)]);
+    }
+    assert_eq!(h.engine().sessions.len(), 0, "every engine slot was freed");
+    assert_eq!(h.counts().0, 0);
+}
