@@ -156,12 +156,25 @@ def test_a_failed_gpu_tick_errors_its_sessions_and_the_worker_recovers():
         results = asyncio.run(three())
         assert [r["type"] for r in results] == ["error"] * 3, results
         assert all(r["code"] == "gpu_error" and "injected" in r["message"] for r in results), results
+        assert metric(s.metrics(), "lyre_errors_total", 'code="gpu_error"') == 3, "each error counted once"
         # The worker recovers: ready, and the next sessions run to their end.
         assert httpx.get(s.url + "/readyz").status_code == 200
         summary = asyncio.run(loadgen.run(s.url, ws=3, http=1, frames=5))
         assert summary["failed"] == 0, summary["failures"]
         assert s.live_sessions() == 0
         assert any("DEBUG fault injection" in line for line in s.log)
+        no_panics(s)
+    finally:
+        assert s.stop() == 0
+
+
+def test_a_failed_http_request_is_answered_503_and_counted_once():
+    s = Server(env={"LYRE_DEBUG_FAIL_TICK": "1"})
+    try:
+        r = httpx.post(s.url + "/v1/tts", json={"text": TEXT, "voice": "ryan", "max_frames": 5}, timeout=120)
+        assert r.status_code == 503 and r.json()["error"]["code"] == "gpu_error", r.text
+        assert r.headers["retry-after"] == "1"
+        assert metric(s.metrics(), "lyre_errors_total", 'code="gpu_error"') == 1
         no_panics(s)
     finally:
         assert s.stop() == 0
