@@ -62,6 +62,8 @@ def server(out):
 
 
 def commit():
+    if os.environ.get("LYRE_COMMIT"):
+        return os.environ["LYRE_COMMIT"]
     try:
         return subprocess.check_output(["git", "rev-parse", "HEAD"], text=True, stderr=subprocess.DEVNULL).strip()
     except (OSError, subprocess.CalledProcessError):

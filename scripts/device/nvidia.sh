@@ -10,16 +10,24 @@
 #                       --rates RATES over the WebSocket, then streaming POST /v1/audio/speech)
 #   nvidia.sh peers     the official implementation's CUDA-graph loop, faster-qwen3-tts and
 #                       faster-qwen3-tts-batch (scripts/device/peers.py) on the same checkpoints
+#   nvidia.sh faster    the two faster-qwen3-tts packages alone
 #   nvidia.sh fidelity  Lyre against the official implementation at real size (scripts/fidelity/)
+#   nvidia.sh profile   per-dispatch GPU timestamps of 0.6B at BATCHES (8,32,64)
 #   nvidia.sh ab        .dev/lyre against .dev/lyre-b (another build, put there by hand)
 # Every mode ends by writing $OUT/latest.json (scripts/device/latest.py) from what it measured,
 # and everything lands in $OUT/results.tgz, saved after each step.
+# Several modes run in order in one call: `nvidia.sh engine peers`.
 set -uo pipefail
-MODE=${1:-engine}
+MODES=("${@:-engine}")
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
+# Binaries may travel xz-compressed (the carried tree is capped at 64 MiB).
+for f in .dev/*.xz; do
+  [ -e "$f" ] && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$f" \
+    && chmod +x "${f%.xz}" && rm "$f"
+done
 if [ ! -e /usr/share/vulkan/icd.d/nvidia_icd.json ] && [ -e /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 fi
@@ -67,10 +75,16 @@ kernel_tests() {
   done
 }
 
+official_site() { # the official package and the transformers it pins, apart from the machine's
+  [ -d /tmp/site-official/qwen_tts ] && return
+  wheels /tmp/site-official 'qwen_tts-*.whl' 'transformers-4.57.3-*.whl' 'accelerate-*.whl' 'huggingface_hub-0.36.2-*.whl' \
+    'tokenizers-0.22.2-*.whl' 'soundfile-*.whl' 'cffi-*.whl' 'pycparser-*.whl'
+}
+
 official() { # the official implementation's CUDA-graph loop (bench_qwen.py's sections)
   [ -n "$(ls .whl/qwen_tts-*.whl 2>/dev/null)" ] || { log "no wheels: official baseline skipped"; return; }
   log "official baseline"
-  wheels /tmp/site-official 'qwen_tts-*.whl' 'transformers-4.57.3-*.whl' 'accelerate-*.whl' 'huggingface_hub-0.36.2-*.whl' 'tokenizers-0.22.2-*.whl'
+  official_site
   cp .dev/bench_qwen.py .dev/tiny_configs.py scripts/device/official_sections.py /tmp/
   PYTHONPATH=/tmp/site-official QB_SECTIONS=${QB_SECTIONS:-env,graph} QB_BUDGET_S=${QB_BUDGET_S:-150} \
     timeout 240 python3 /tmp/official_sections.py > "$OUT/qwen_bench.log" 2>&1
@@ -81,9 +95,9 @@ official() { # the official implementation's CUDA-graph loop (bench_qwen.py's se
 
 peers() { # faster-qwen3-tts (0.6B CustomVoice) and faster-qwen3-tts-batch (0.6B Base)
   [ -n "$(ls .whl/faster_qwen3_tts-*.whl 2>/dev/null)" ] || { log "no peer wheels"; return; }
-  wheels /tmp/site-peers 'faster_qwen3_tts-*.whl' 'faster_qwen3_tts_batch-*.whl' 'qwen_tts_hf-*.whl' 'soundfile-*.whl'
+  wheels /tmp/site-peers 'faster_qwen3_tts-*.whl' 'faster_qwen3_tts_batch-*.whl' 'qwen_tts_hf-*.whl' 'soundfile-*.whl' \
+    'cffi-*.whl' 'pycparser-*.whl'
   local pp=/tmp/site-peers
-  python3 -c 'import librosa' 2>/dev/null || pp=$pp:$PWD/scripts/device/librosa_stub
   for m in faster:/tmp/m06 batched:/tmp/m06b; do
     log "peer ${m%%:*}"
     PYTHONPATH=$pp timeout 300 python3 scripts/device/peers.py "${m%%:*}" "${m#*:}" "$OUT/peer-${m%%:*}.json" \
@@ -96,11 +110,14 @@ peers() { # faster-qwen3-tts (0.6B CustomVoice) and faster-qwen3-tts-batch (0.6B
 server() { # server DIR: lyre serve under open-loop load
   local dir=$1 port=18080
   log "server on $(basename "$dir")"
-  LYRE_ENGINE_MAX_SESSIONS=${SESSIONS:-128} LYRE_ENGINE_MAX_QUEUE=512 LYRE_LIMITS_MAX_BUFFERED_FRAMES=4096 \
+  # 128 slots of 4096 positions would need a 2 GiB+ KV buffer per layer (over Vulkan's binding
+  # limit); the corpus's requests need under 200 positions.
+  LYRE_ENGINE_MAX_SESSIONS=${SESSIONS:-128} LYRE_ENGINE_MAX_POSITIONS=${POSITIONS:-1024} LYRE_ENGINE_MAX_QUEUE=512 LYRE_LIMITS_MAX_BUFFERED_FRAMES=4096 \
     .dev/lyre serve --model-dir "$dir" --listen 127.0.0.1:$port > "$OUT/server.log" 2>&1 &
   local pid=$!
   for _ in $(seq 240); do get localhost:$port/readyz >/dev/null 2>&1 && break; sleep 0.5; done
-  get localhost:$port/readyz; echo
+  get localhost:$port/readyz || { log "server not ready"; grep -v on_failure "$OUT/server.log" | tail -5; kill "$pid"; return; }
+  echo
   wheels /tmp/site-load 'websockets-*.whl' 'httpx-*.whl' 'httpcore-*.whl' 'h11-*.whl' 'anyio-*.whl' 'sniffio-*.whl' 'certifi-*.whl' 'idna-*.whl'
   for t in ${TRANSPORTS:-ws http}; do
     PYTHONPATH=/tmp/site-load timeout 400 python3 scripts/loadgen.py --url http://127.0.0.1:$port \
@@ -112,7 +129,8 @@ server() { # server DIR: lyre serve under open-loop load
   kill "$pid"; wait "$pid" 2>/dev/null
 }
 
-case "$MODE" in
+run_mode() {
+case "$1" in
 tests)
   kernel_tests
   ;;
@@ -141,12 +159,22 @@ peers)
   bench 0.6b-peers /tmp/m06 --batch 1,8,32 --frames 20
   bench 0.6b-base /tmp/m06b --batch 8,32 --frames 20
   ;;
+faster)
+  model 0.6B-CustomVoice /tmp/m06
+  model 0.6B-Base /tmp/m06b
+  peers
+  ;;
 server)
   model 1.7B-CustomVoice /tmp/m17
   server /tmp/m17
   ;;
 fidelity)
+  official_site
   bash scripts/fidelity/run.sh
+  ;;
+profile)
+  model 0.6B-CustomVoice /tmp/m06
+  LYRE=${PROFILE_LYRE:-.dev/lyre} bench profile-0.6b /tmp/m06 --batch "${BATCHES:-8,32,64}" --frames 3 --profile-dispatches
   ;;
 ab)
   model 0.6B-CustomVoice /tmp/m06
@@ -156,9 +184,15 @@ ab)
   done
   ;;
 *)
-  echo "unknown mode $MODE" >&2; exit 2
+  echo "unknown mode $1" >&2; exit 2
   ;;
 esac
-save
+}
+
+for mode in "${MODES[@]}"; do
+  log "mode $mode"
+  run_mode "$mode"
+  save
+done
 find "$OUT" -mindepth 1 -maxdepth 1 ! -name results.tgz ! -name latest.json -exec rm -rf {} +
 log done

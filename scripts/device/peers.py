@@ -22,6 +22,11 @@ import wave
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import stubs  # noqa: E402
+
+STUBBED = stubs.install()
+
 FRAMES = int(os.environ.get("PEER_FRAMES", "100"))
 REPEATS = int(os.environ.get("PEER_REPEATS", "3"))
 TEXT = ("The guided tour starts at the main entrance, lasts about ninety minutes, and ends in the "
@@ -46,7 +51,7 @@ def faster(ckpt, out):
     model = FasterQwen3TTS.from_pretrained(ckpt, device="cuda", dtype=torch.bfloat16, max_seq_len=2048)
     speaker = speaker_of(ckpt)
     res = {"package": "faster-qwen3-tts 0.5.4", "checkpoint": ckpt, "frames": FRAMES, "load_s": time.time() - t0}
-    prep = model._prepare_generation_custom(text=TEXT, language="English", speaker=speaker, instruct=None,
+    prep = model._prepare_generation_custom(text=TEXT, language="english", speaker=speaker, instruct=None,
                                             non_streaming_mode=True)
     m, talker, config, tie, tam, tth, tpe = prep
     model.warmup(prefill_len=tie.shape[1])
@@ -70,7 +75,7 @@ def faster(ckpt, out):
         for _ in range(REPEATS + 1):
             sync()
             t = time.perf_counter()
-            gen = model.generate_custom_voice_streaming(text=TEXT, speaker=speaker, language="English",
+            gen = model.generate_custom_voice_streaming(text=TEXT, speaker=speaker, language="english",
                                                          max_new_tokens=FRAMES, min_new_tokens=FRAMES,
                                                          chunk_size=chunk)
             audio, _sr, _timing = next(gen)
@@ -109,7 +114,7 @@ def batched(ckpt, out):
     ref = wav_b64()
     for b in (8, 32):
         model = BatchedFasterQwen3TTS(base, max_batch_size=b, max_seq_len=2048)
-        inputs = [base._prepare_generation(text=TEXT, ref_audio=ref, ref_text="", language="English",
+        inputs = [base._prepare_generation(text=TEXT, ref_audio=ref, ref_text="", language="english",
                                            xvec_only=True, non_streaming_mode=True, append_silence=True)
                   for _ in range(b)]
         m_ref = inputs[0][0]
@@ -142,6 +147,7 @@ def batched(ckpt, out):
 def save(out, res):
     res["gpu"] = torch.cuda.get_device_name(0)
     res["torch"] = torch.__version__
+    res["stubbed"] = STUBBED
     with open(out, "w") as f:
         json.dump(res, f, indent=2)
     print("SUMMARY", json.dumps({k: v for k, v in res.items() if not k.endswith("_runs")})[:2000], flush=True)

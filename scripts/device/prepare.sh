@@ -21,25 +21,25 @@ if [ ! -e .gl/libvulkan1_*.deb ] 2>/dev/null || [ -z "$(ls .gl/*.deb 2>/dev/null
 fi
 
 cargo build --release --locked -p lyre-server
-bins=$(cargo test --release --locked -p lyre-engine --test kernels --test decoder --test parity --no-run --message-format=json 2>/dev/null \
-  | python3 -c 'import json,sys
-for l in sys.stdin:
-    m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
-        print(m["target"]["name"], m["executable"])')
+cargo build --release --locked -p lyre-engine --example fidelity
 rm -rf .dev && mkdir -p .dev/manifests .dev/tok
-cp target/release/lyre .dev/
-while read -r name path; do
-  cp "$path" ".dev/test-$name"
-done <<< "$bins"
-benches=$(cargo bench --locked -p lyre-engine --bench matvec --bench grid_barrier --no-run --message-format=json 2>/dev/null \
-  | python3 -c 'import json,sys
+cp target/release/lyre target/release/examples/fidelity .dev/
+# The kernel tests and microbenchmarks (`nvidia.sh tests`) only with PREPARE_TESTS=1: on two
+# cores they take longer to build than the rest.
+if [ "${PREPARE_TESTS:-0}" = 1 ]; then
+  artifacts() { # artifacts KIND: "name path" of each executable cargo built (JSON messages on stdin)
+    python3 -c 'import json, sys
 for l in sys.stdin:
     m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["bench"]:
-        print(m["target"]["name"].replace("_", "-"), m["executable"])')
-while read -r name path; do cp "$path" ".dev/bench-$name"; done <<< "$benches"
-strip .dev/lyre .dev/bench-* .dev/test-* 2>/dev/null || true
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == [sys.argv[1]]:
+        print(m["target"]["name"].replace("_", "-"), m["executable"])' "$1"
+  }
+  cargo test --release --locked -p lyre-engine --test kernels --test decoder --test parity --no-run \
+    --message-format=json 2>/dev/null | artifacts test | while read -r name path; do cp "$path" ".dev/test-$name"; done
+  cargo bench --locked -p lyre-engine --bench matvec --bench grid_barrier --no-run --message-format=json 2>/dev/null \
+    | artifacts bench | while read -r name path; do cp "$path" ".dev/bench-$name"; done
+fi
+strip .dev/lyre .dev/fidelity .dev/bench-* .dev/test-* 2>/dev/null || true
 cp "$SHARED/reference/oracle/make_random_real.py" "$SHARED/reference/oracle/tiny_configs.py" .dev/
 for m in 0.6B-CustomVoice 1.7B-CustomVoice 0.6B-Base; do
   cp "$SHARED/reference/manifests/Qwen3-TTS-12Hz-$m.json" .dev/manifests/

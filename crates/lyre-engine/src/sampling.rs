@@ -129,6 +129,8 @@ pub struct SamplingOverrides {
 pub const FLAG_TALKER_SAMPLE: u32 = 1;
 pub const FLAG_CP_SAMPLE: u32 = 2;
 pub const FLAG_IGNORE_EOS: u32 = 4;
+/// The frame's codes are `SessionDesc::forced`, not the sampler's choice.
+pub const FLAG_FORCED: u32 = 8;
 
 /// One session's row of the tick's session buffer (mirrors `struct Session` in the WGSL).
 #[repr(C)]
@@ -150,6 +152,8 @@ pub struct SessionDesc {
     pub sub_temperature: f32,
     pub sub_top_p: f32,
     pub _pad: [u32; 3],
+    /// With `FLAG_FORCED`: the codes this frame takes (teacher forcing).
+    pub forced: [u32; 16],
 }
 
 impl SessionDesc {
@@ -179,6 +183,14 @@ impl SessionDesc {
             sub_temperature: p.code_predictor.temperature,
             sub_top_p: p.code_predictor.top_p,
             _pad: [0; 3],
+            forced: [0; 16],
         }
+    }
+
+    /// Teacher forcing: this frame takes `codes` whatever the logits say.
+    pub fn force(mut self, codes: &[u16; 16]) -> Self {
+        self.flags |= FLAG_FORCED;
+        self.forced = codes.map(u32::from);
+        self
     }
 }

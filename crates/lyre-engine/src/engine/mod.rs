@@ -104,6 +104,8 @@ pub struct Frame {
 #[derive(Debug, Clone)]
 pub struct FrameLogits {
     pub talker: Vec<f32>,
+    /// The talker's final-normed hidden state that produced `talker` (the codec head's input).
+    pub talker_hidden: Vec<f32>,
     /// 15 rows, one per code-predictor step.
     pub code_predictor: Vec<Vec<f32>>,
 }
@@ -138,6 +140,8 @@ pub struct Engine {
     /// Grid barrier waits that gave up, as of the last tick read.
     grid_give_ups: u32,
     sessions: BTreeMap<SessionId, Session>,
+    /// Teacher-forced codes per session, frame by frame ([`Engine::force_codes`]).
+    forced: BTreeMap<SessionId, Vec<[u16; 16]>>,
     free_slots: Vec<u32>,
     next_id: SessionId,
     role_ids: [u32; 3],
@@ -196,6 +200,7 @@ impl Engine {
             next_readback: 0,
             grid_give_ups: 0,
             sessions: BTreeMap::new(),
+            forced: BTreeMap::new(),
             free_slots: (0..opts.max_sessions as u32).rev().collect(),
             next_id: 1,
             role_ids,
@@ -384,8 +389,22 @@ impl Engine {
         }
     }
 
+    /// Teacher forcing (fidelity checks against another implementation): frame `f` of the
+    /// session takes `codes[f]` instead of what its sampler chooses — the talker's next input,
+    /// the code predictor's inputs, the repetition-penalty history and the frame's output all
+    /// follow the given codes, while the logits (`capture_logits`) are still the model's own.
+    /// Frames past the end of `codes` are sampled as usual.
+    pub fn force_codes(&mut self, id: SessionId, codes: Vec<[u16; 16]>) -> Result<()> {
+        if !self.sessions.contains_key(&id) {
+            return Err(EngineError::UnknownSession(id));
+        }
+        self.forced.insert(id, codes);
+        Ok(())
+    }
+
     /// Ends a session now and frees its slot. Unknown ids are ignored.
     pub fn cancel(&mut self, id: SessionId) -> bool {
+        self.forced.remove(&id);
         match self.sessions.remove(&id) {
             Some(s) => {
                 self.free_slots.push(s.slot);

@@ -57,7 +57,11 @@ impl Profiler {
             return None;
         }
         let segments = segments(plan);
-        let most = plan.dispatches.iter().map(Dispatch::count_all).sum::<usize>();
+        // One timestamp per recorded dispatch; a query set holds at most 4096.
+        let most = plan.dispatches.iter().map(Dispatch::count_most_selected).sum::<usize>();
+        if per_dispatch && most >= 4000 {
+            tracing::warn!(most, "too many dispatches per tick to time each one; timing the parts only");
+        }
         let per_dispatch = (per_dispatch && most < 4000).then(|| {
             let parts = plan.dispatches.iter().enumerate().map(|(i, d)| part_of(plan, i, d)).collect();
             (parts, Mutex::new(Vec::new()))

@@ -163,6 +163,7 @@ fn gather(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<TickInpu
     let cfg = &engine.model.config;
     let max_rows = engine.plan.limits.max_rows;
     let mut t = TickInput::default();
+    let forced = &engine.forced;
     for s in engine.sessions.values_mut() {
         if s.text_is_empty() {
             outputs.push(StepOutput {
@@ -195,7 +196,10 @@ fn gather(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<TickInpu
             }
         }
         let fed = t.rows.len() as u32 - first_row;
-        let desc = SessionDesc::new(s.slot, t.rows.len() as u32 - 1, s.gen_index, &s.sampling);
+        let mut desc = SessionDesc::new(s.slot, t.rows.len() as u32 - 1, s.gen_index, &s.sampling);
+        if let Some(codes) = forced.get(&s.id).and_then(|f| f.get(s.gen_index as usize)) {
+            desc = desc.force(codes);
+        }
         t.sessions.push(desc);
         t.decoder_sessions.push(SessionDesc { gen_index: s.decoder_frame(), ..desc });
         if prefill {
@@ -286,12 +290,15 @@ fn read_logits(engine: &Engine, m: usize) -> Result<Vec<FrameLogits>> {
     let v = engine.model.config.talker_config.vocab_size;
     let cv = engine.model.config.talker_config.code_predictor_config.vocab_size;
     let ms = plan.limits.max_sessions;
+    let h = engine.model.config.talker_config.hidden_size;
     let talker: Vec<f32> = read_buffer(&engine.gpu, &plan.logits)?;
+    let normed: Vec<f32> = read_buffer(&engine.gpu, &plan.normed)?;
     let cp: Vec<f32> = read_buffer(&engine.gpu, &plan.cp_logits)?;
     let groups = cp.len() / (ms * cv);
     Ok((0..m)
         .map(|i| FrameLogits {
             talker: talker[i * v..(i + 1) * v].to_vec(),
+            talker_hidden: normed[i * h..(i + 1) * h].to_vec(),
             code_predictor: (0..groups)
                 .map(|g| cp[(g * ms + i) * cv..(g * ms + i + 1) * cv].to_vec())
                 .collect(),

@@ -190,6 +190,16 @@ impl Dispatch {
     pub fn count_all(&self) -> usize {
         1 + self.alternatives.iter().flat_map(|a| &a.dispatches).map(Dispatch::count_all).sum::<usize>()
     }
+
+    /// The most dispatches one tick can record for this one: itself, or the largest of its
+    /// alternatives (recursively). Alternatives exclude each other, so this is what a
+    /// per-dispatch profile needs timestamps for.
+    pub fn count_most_selected(&self) -> usize {
+        self.alternatives
+            .iter()
+            .map(|a| a.dispatches.iter().map(Dispatch::count_most_selected).sum::<usize>())
+            .fold(1, usize::max)
+    }
 }
 
 /// Records a list of dispatches in order.

@@ -28,4 +28,6 @@ struct Session {
     _p0: u32,
     _p1: u32,
     _p2: u32,
+    // With FLAG_FORCED: this frame's codes, chosen instead of the sampler's (teacher forcing).
+    forced: array<u32, 16>,
 }

@@ -94,6 +94,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
     }
 
     if (t == 0u) {
+        code = chosen(i, code);
         codes[i * 16u + p.code_col] = code;
         if (talker && code < vocab) {
             history[hist + code / 32u] |= 1u << (code % 32u);

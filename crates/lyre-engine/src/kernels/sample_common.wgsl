@@ -35,6 +35,7 @@ const NEG: f32 = -1.0e30;
 const FLAG_TALKER_SAMPLE: u32 = 1u;
 const FLAG_CP_SAMPLE: u32 = 2u;
 const FLAG_IGNORE_EOS: u32 = 4u;
+const FLAG_FORCED: u32 = 8u;
 
 var<workgroup> s: array<f32, MAX_V>;
 
@@ -51,6 +52,14 @@ fn key(v: f32) -> u32 {
         return ~b;
     }
     return b | 0x80000000u;
+}
+
+// The code session `i` takes: the drawn one, or its forced code (teacher forcing).
+fn chosen(i: u32, drawn: u32) -> u32 {
+    if ((sessions[i].flags & FLAG_FORCED) != 0u) {
+        return sessions[i].forced[p.code_col];
+    }
+    return drawn;
 }
 
 // The logit of id `c` after the talker's processors (repetition penalty, EOS and suppression).

@@ -198,6 +198,7 @@ fn main(
     }
 
     if (t == 0u) {
+        code = chosen(i, code);
         codes[i * 16u + p.code_col] = code;
         if (talker && code < vocab) {
             history[hist_base + code / 32u] |= 1u << (code % 32u);

@@ -247,6 +247,12 @@ fn the_recorded_dispatches_follow_the_rows_and_leaving_the_grid() {
     let separate = recorded(&without_grid, 1);
     assert!(separate.len() >= 10 && separate.iter().all(|l| !l.ends_with(".layer")), "{separate:?}");
     assert!(dispatches.iter().map(Dispatch::count_all).sum::<usize>() >= 2 + separate.len());
+    // A per-dispatch profile sizes its timestamps by the most any tick records: the separate
+    // dispatches here (the persistent layer excludes them), not every alternative added up.
+    let most: usize = dispatches.iter().map(Dispatch::count_most_selected).sum();
+    let all: usize = dispatches.iter().map(Dispatch::count_all).sum();
+    assert!(most >= separate.len() && most >= recorded(&without_grid, 2).len(), "{most}");
+    assert!(most < all, "{most} of {all}");
     for d in &mut dispatches {
         assert!(d.leave_persistent());
     }

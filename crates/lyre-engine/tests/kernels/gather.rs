@@ -4,20 +4,17 @@ use lyre_engine::kernels::combine_input::{CombineInput, EXTRA, FROM_ACC, NONE};
 use lyre_engine::kernels::copy_rows::{CopyRows, Source};
 use lyre_engine::kernels::embed_text::EmbedText;
 use lyre_engine::kernels::Rows;
+use lyre_engine::sampling::SessionDesc;
 
 use crate::support::*;
 
-/// A session descriptor with only `slot` and `last_row` set (16 u32 per session).
+/// Session descriptors with only `slot` and `last_row` set.
 fn sessions(entries: &[(u32, u32)]) -> Vec<u32> {
-    entries
+    let descs: Vec<SessionDesc> = entries
         .iter()
-        .flat_map(|&(slot, last)| {
-            let mut s = [0u32; 16];
-            s[0] = slot;
-            s[1] = last;
-            s
-        })
-        .collect()
+        .map(|&(slot, last_row)| SessionDesc { slot, last_row, ..Default::default() })
+        .collect();
+    bytemuck::cast_slice(&descs).to_vec()
 }
 
 #[test]

@@ -11,17 +11,31 @@ pub struct Run {
     pub talker: Vec<Vec<f32>>,
     /// Code-predictor logits of every emitted frame (15 rows each).
     pub code_predictor: Vec<Vec<f32>>,
+    /// The talker's final-normed hidden state behind each emitted frame.
+    pub hidden: Vec<Vec<f32>>,
     pub reason: FinishReason,
 }
 
 pub fn run_alone(engine: &mut Engine, req: SessionRequest) -> Run {
+    run_alone_forced(engine, req, Vec::new())
+}
+
+/// [`run_alone`] with the session's first frames teacher-forced onto `forced`.
+pub fn run_alone_forced(engine: &mut Engine, req: SessionRequest, forced: Vec<[u16; 16]>) -> Run {
     let id = engine.start(req).unwrap();
+    if !forced.is_empty() {
+        engine.force_codes(id, forced).unwrap();
+    }
     let (mut codes, mut talker, mut cp, mut pcm) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut hidden = Vec::new();
     loop {
         let outs = engine.step().unwrap();
         let o = outs.into_iter().find(|o| o.id == id).expect("the session stepped");
         let l = o.logits.expect("captured logits");
         talker.push(l.talker);
+        if o.frame.is_some() {
+            hidden.push(l.talker_hidden);
+        }
         if let Some(f) = o.frame {
             assert_eq!(f.index as usize, codes.len());
             codes.push(f.codes);
@@ -31,7 +45,7 @@ pub fn run_alone(engine: &mut Engine, req: SessionRequest) -> Run {
         }
         if let Some(reason) = o.finished {
             assert_eq!(engine.live_sessions(), 0, "a finished session frees its slot");
-            return Run { codes, pcm, talker, code_predictor: cp, reason };
+            return Run { codes, pcm, talker, code_predictor: cp, hidden, reason };
         }
     }
 }
@@ -87,7 +101,7 @@ pub fn check_case_on(engine: &mut Engine, fixture_name: &str, case: &str) -> boo
     let Some(req) = case_request(fixture_name, case, engine) else { return false };
     let r = Refs::open(fixture_name, case);
     let tol = tolerances(engine.options().kv_cache);
-    let Run { codes, pcm, talker, code_predictor: cp, reason } = run_alone(engine, req);
+    let Run { codes, pcm, talker, code_predictor: cp, reason, .. } = run_alone(engine, req);
     let want = ref_codes(&r);
     let n = exact_frames(case, &r, &codes, &want, tol.tie);
     let hit_eos = meta(fixture_name, case)["hit_eos"] == true;

@@ -7,6 +7,7 @@ mod support;
 mod batch;
 mod code_predictor;
 mod e2e;
+mod forced;
 mod grid_fault;
 mod loading;
 mod pipeline;

@@ -1,6 +1,5 @@
 """The few librosa functions the Qwen3-TTS Python packages call, for a GPU host without librosa
-(its numba/llvmlite/scikit-learn wheels are too large to carry). Put this folder on PYTHONPATH only
-where `import librosa` fails. `filters.mel` is librosa's Slaney mel filterbank (its default);
+(see ../__init__.py). `filters.mel` is librosa's Slaney mel filterbank (its default);
 `load` reads with soundfile; `resample` refuses any change of rate (the benchmarks feed 24 kHz)."""
 import numpy as np
 import soundfile as sf
