@@ -2,8 +2,8 @@
 """Plots `lyre bench --json` results beside the official implementation's.
 
     python3 -m pip install matplotlib==3.10.7
-    python3 scripts/plot_bench.py --lyre "Lyre 0.6B=docs/bench/h200-0.6b.json" \
-        --lyre "Lyre 1.7B=docs/bench/h200-1.7b.json" --official docs/bench/h200-official.json \
+    python3 scripts/plot_bench.py --lyre "Lyre 0.6B=bench/results/2026-12-04-h200/0.6b.json" \
+        --lyre "Lyre 1.7B=bench/results/2026-12-04-h200/1.7b.json" --official bench/results/2026-12-04-h200/official.json \
         --out docs/img/throughput.png
 
 `--official` reads the results file of `../shared/device/baseline/bench_qwen.py` (its

@@ -6,7 +6,7 @@ the "GPU" buffers live in the process, so RSS covers them. Fails (exit 1) if RSS
 `--max-growth` between the first minute's sample (after allocator warm-up) and the last, if any
 well-formed session fails, or if the server ends unready or with live sessions.
 
-    python3 scripts/soak.py --minutes 30 --json docs/bench/soak-lavapipe.json
+    python3 scripts/soak.py --minutes 30 --json bench/results/soak-lavapipe.json
 """
 import argparse
 import asyncio

@@ -87,6 +87,7 @@ def main(out):
         "fidelity": {"0.6b_min_cosine": fid.get("0.6b_min_cosine"), "1.7b_min_cosine": fid.get("1.7b_min_cosine")},
     }
     merged = merge(prev, new)
+    merged["server_1.7b"] = merged.get("server_1.7b") or []
     with open(os.path.join(out, "latest.json"), "w") as f:
         json.dump(merged, f, indent=2)
     print(json.dumps(merged))
