@@ -18,6 +18,7 @@ pub mod model;
 pub mod policy;
 pub mod prompt;
 pub mod sampling;
+pub mod segment;
 pub mod speaker_encoder;
 pub mod speech_encoder;
 

@@ -58,6 +58,12 @@ pub const FRAMES_PER_SECOND: f64 = 12.5;
 /// which runs at about 3 tokens per second), never above the checkpoint's `max_new_tokens - 1`.
 /// A model that never emits EOS cannot run on for ever.
 pub fn default_max_frames(text_tokens: usize, generation: &GenerationConfig) -> u32 {
+    frames_for_tokens(text_tokens, generation.max_new_tokens)
+}
+
+/// [`default_max_frames`] for a checkpoint whose `max_new_tokens` is given. The engine applies
+/// it to each segment of a long text, so the limit holds per segment.
+pub fn frames_for_tokens(text_tokens: usize, max_new_tokens: u32) -> u32 {
     let by_text = ((5.0 + text_tokens as f64) * FRAMES_PER_SECOND).ceil() as u32;
-    by_text.min(generation.max_new_tokens.saturating_sub(1).max(1))
+    by_text.min(max_new_tokens.saturating_sub(1).max(1))
 }

@@ -22,6 +22,7 @@ use crate::checkpoint::config::SpeechTokenizerConfig;
 use crate::checkpoint::weights::WeightFile;
 use crate::error::{EngineError, Result};
 use crate::gpu::{Dispatch, GpuContext};
+use crate::kernels::rope_shift::{shift_table, RopeShift};
 use crate::kernels::Env;
 use crate::model::rope::RopeTables;
 use plan::StepInputs;
@@ -55,6 +56,47 @@ impl DecoderOptions {
     }
 }
 
+/// How the engine's decoder keeps an endless stream's RoPE positions inside its table: frame
+/// `f` sits at position `f - period * wraps(f)`, where `wraps(f)` is 0 below `table` and then
+/// grows by one every `period` frames; `period` is a multiple of the sliding-window KV ring's
+/// length, so a frame keeps its ring row. Each time a slot's frames enter a new period its
+/// cached keys are rotated back by `period` positions ([`CodecDecoder::build_rope_shift`]), so
+/// every attention score equals the one at the unwrapped positions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RopeWrap {
+    /// Positions in the RoPE table; frames below it never wrap.
+    pub table: u32,
+    pub period: u32,
+}
+
+impl RopeWrap {
+    /// The wrap for a table of at least `frames` positions and a KV ring of `ring` rows.
+    fn new(frames: usize, ring: usize) -> Self {
+        let table = frames.max(2 * ring);
+        let period = ring * ((table - ring) / ring);
+        RopeWrap { table: table as u32, period: period as u32 }
+    }
+
+    /// The position of frame `frame`.
+    pub fn position(&self, frame: u32) -> u32 {
+        frame - self.period * self.wraps(frame)
+    }
+
+    /// How many periods frame `frame` has moved back.
+    pub fn wraps(&self, frame: u32) -> u32 {
+        if frame < self.table {
+            0
+        } else {
+            (frame - self.table) / self.period + 1
+        }
+    }
+
+    /// Whether `frame` is the first of a period (its step must rotate the slot's keys first).
+    pub fn starts_period(&self, frame: u32) -> bool {
+        frame >= self.table && (frame - self.table) % self.period == 0
+    }
+}
+
 /// The decoder's weights, per-slot streaming state and one-frame step buffers (with the PCM
 /// output), resident on the GPU.
 pub struct CodecDecoder {
@@ -64,10 +106,13 @@ pub struct CodecDecoder {
     rope: RopeTables,
     plan: FramePlan,
     options: DecoderOptions,
+    /// Set for the engine's decoder, whose streams have no length limit.
+    wrap: Option<RopeWrap>,
 }
 
 impl CodecDecoder {
-    /// A decoder for the engine's tick: one frame per session per step.
+    /// A decoder for the engine's tick: one frame per session per step, for streams of any
+    /// length: frames past a RoPE table of at least `max_frames` positions wrap ([`RopeWrap`]).
     pub fn new(
         ctx: &GpuContext,
         cfg: &SpeechTokenizerConfig,
@@ -75,8 +120,14 @@ impl CodecDecoder {
         max_sessions: usize,
         max_frames: usize,
     ) -> Result<Self> {
-        let options = DecoderOptions { max_sessions, max_frames, max_frames_per_step: 1 };
-        Self::with_options(ctx, cfg, weights, options)
+        // With one frame per step, the KV ring holds exactly the window.
+        let wrap = RopeWrap::new(max_frames, cfg.decoder_config.sliding_window.max(1));
+        let options =
+            DecoderOptions { max_sessions, max_frames: wrap.table as usize, max_frames_per_step: 1 };
+        let mut decoder = Self::with_options(ctx, cfg, weights, options)?;
+        debug_assert_eq!(wrap.period % decoder.state.kv.len, 0, "a frame keeps its KV ring row");
+        decoder.wrap = Some(wrap);
+        Ok(decoder)
     }
 
     /// A decoder whose state also serves steps of up to `options.max_frames_per_step` frames
@@ -101,7 +152,53 @@ impl CodecDecoder {
             max_sessions = options.max_sessions,
             "codec decoder ready"
         );
-        Ok(CodecDecoder { shape, weights, state, rope, plan, options })
+        Ok(CodecDecoder { shape, weights, state, rope, plan, options, wrap: None })
+    }
+
+    /// How positions wrap on an endless stream (the engine's decoder), if they do.
+    pub fn rope_wrap(&self) -> Option<RopeWrap> {
+        self.wrap
+    }
+
+    /// For a wrapping decoder: one dispatch per layer that, for each session of the step just
+    /// decoded (`sessions`, as for [`CodecDecoder::build_frame`]) whose next frame begins a
+    /// period its slot has not entered yet, rotates the slot's cached keys back by the period;
+    /// `applied[slot]` (u32, zeroed with the slot) counts the periods. Sessions in `skip_slot`
+    /// are left alone. Record them after the step's own dispatches, on steps where some frame
+    /// `f` has [`RopeWrap::starts_period`]`(f + 1)`.
+    pub fn build_rope_shift(
+        &self,
+        ctx: &GpuContext,
+        env: &Env,
+        sessions: &wgpu::Buffer,
+        applied: &wgpu::Buffer,
+        skip_slot: u32,
+    ) -> Result<(Vec<Dispatch>, wgpu::Buffer)> {
+        let wrap =
+            self.wrap.ok_or_else(|| EngineError::invalid("rope_wrap", "this decoder does not wrap"))?;
+        let s = &self.shape;
+        let table = shift_table(wrap.period, s.heads.head_dim as usize, s.rope_theta);
+        let shift = ctx.storage_from("decoder.rope_shift", &table)?;
+        let last = s.layers - 1;
+        let dispatches = (0..s.layers)
+            .map(|l| {
+                RopeShift {
+                    label: "decoder.rope_shift",
+                    heads: s.heads,
+                    len: self.state.kv.len,
+                    table: wrap.table,
+                    period: wrap.period,
+                    dump_slot: skip_slot,
+                    commit: l == last,
+                    shift: &shift,
+                    keys: &self.state.kv.k[l],
+                    applied,
+                    sessions,
+                }
+                .build(env)
+            })
+            .collect();
+        Ok((dispatches, shift))
     }
 
     /// Output samples per frame (1920 at 24 kHz).
@@ -174,6 +271,7 @@ impl CodecDecoder {
             weights: &self.weights,
             state: &self.state,
             rope: &self.rope,
+            rope_period: self.wrap.map_or(0, |w| w.period),
             codes,
             sessions,
         };

@@ -4,15 +4,20 @@ mod cp_plan;
 mod probe;
 mod profile;
 mod reference;
+mod requests;
+mod seams;
+mod segmenting;
 mod session;
 mod tick;
 mod tick_plan;
+mod utterance;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use probe::CodePredictorProbe;
 pub use profile::TickProfile;
+pub use segmenting::{plan_segments, prompt_overhead, SegmentLimits};
 pub use session::{FinishReason, SessionId};
 pub use tick_plan::PlanLimits;
 
@@ -23,12 +28,11 @@ use crate::gpu::GpuContext;
 pub use crate::kernels::qk_norm_rope::KvFormat;
 use crate::model::code_predictor::CodePredictorWeights;
 use crate::model::talker::TalkerWeights;
-use crate::prompt::{
-    icl_rows, prefix_rows, text_rows, CodecPart, PromptRow, PromptSpec, TextMode, VoiceSpec,
-};
+use crate::prompt::{TextMode, VoiceSpec};
 use crate::sampling::SamplingParams;
 use reference::ReferencePlan;
-use session::{IclPrompt, Session};
+use seams::Seams;
+use session::Session;
 use tick_plan::{CodecIds, TickPlan};
 
 /// Engine-wide sizes.
@@ -43,6 +47,10 @@ pub struct EngineOptions {
     pub kv_cache: KvFormat,
     /// Talker rows per tick, which bounds one prompt's length.
     pub max_rows_per_tick: usize,
+    /// Text tokens per segment of a long text (and per utterance of streamed text before it
+    /// rolls over at a sentence end); 0: [`crate::segment::default_segment_tokens`] for
+    /// `max_positions`.
+    pub segment_tokens: usize,
     /// Also read back the raw talker and code-predictor logits every tick (tests, debugging).
     pub capture_logits: bool,
     /// Time each part of every tick on the GPU (benchmarks), where the adapter can.
@@ -61,6 +69,7 @@ impl Default for EngineOptions {
             max_positions: 4096,
             kv_cache: KvFormat::F32,
             max_rows_per_tick: 512,
+            segment_tokens: 0,
             capture_logits: false,
             profile: false,
             profile_dispatches: false,
@@ -72,8 +81,15 @@ impl Default for EngineOptions {
 /// How the text arrives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TextInput {
+    /// The whole text, of any length: cut into segments ([`Engine::segments`]) when it is
+    /// longer than one segment.
     Whole(String),
-    /// Pieces follow through [`Engine::append_text`], then [`Engine::end_text`].
+    /// A whole text already cut into segments (e.g. by a front end that reports progress
+    /// per segment), spoken in this order; see [`crate::segment::split_text`].
+    Segments(Vec<String>),
+    /// Pieces follow through [`Engine::append_text`], then [`Engine::end_text`]; an utterance
+    /// rolls over to the next at a sentence end before it fills the cache, and
+    /// [`Engine::end_utterance`] ends one early.
     Streamed,
 }
 
@@ -85,16 +101,24 @@ pub struct SessionRequest {
     pub language: String,
     pub instruct: Option<String>,
     pub mode: TextMode,
+    /// The first segment's sampling; every later segment's seed is
+    /// [`crate::segment::segment_seed`] of this seed and the segment's index.
     pub sampling: SamplingParams,
-    /// At most this many frames are emitted.
+    /// At most this many frames are emitted by the whole session.
     pub max_frames: u32,
+    /// At most this many frames per segment (utterance); `None`: in proportion to the
+    /// segment's text tokens ([`crate::policy::frames_for_tokens`]), so a model that never
+    /// ends a segment cannot run on.
+    pub max_frames_per_segment: Option<u32>,
 }
 
 /// One 80 ms codec frame: 16 codes and their audio.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
-    /// 0 for the session's first frame.
+    /// 0 for the session's first frame; frames of later segments go on counting.
     pub index: u32,
+    /// The segment (utterance) the frame belongs to: 0, then 1 after the first seam, ...
+    pub segment: u32,
     pub codes: [u16; 16],
     /// 1920 samples at 24 kHz in [-1, 1].
     pub pcm: Vec<f32>,
@@ -127,6 +151,7 @@ pub struct Engine {
     talker: TalkerWeights,
     _code_predictor: CodePredictorWeights,
     decoder: CodecDecoder,
+    seams: Seams,
     reference: ReferencePlan,
     talker_probe: Option<probe::TalkerProbe>,
     profiler: Option<profile::Profiler>,
@@ -168,14 +193,20 @@ impl Engine {
             kv_cache: opts.kv_cache,
         };
         let ids = CodecIds { eos: cfg.talker_config.codec_eos_token_id, min_new_tokens: 2 };
+        // One decoder slot more than sessions: the spare takes the steps of ended utterances.
         let decoder = CodecDecoder::new(
             &gpu,
             &model.speech_config,
             &model.speech_weights,
-            opts.max_sessions,
+            opts.max_sessions + 1,
             opts.max_positions,
         )?;
-        let plan = TickPlan::new(&gpu, &talker, &cp, &decoder, ids, limits, opts.inject_grid_fault)?;
+        let mut plan = TickPlan::new(&gpu, &talker, &cp, &decoder, ids, limits, opts.inject_grid_fault)?;
+        let (seams, redirect) = {
+            let env = plan.env(&gpu);
+            Seams::new(&gpu, &env, &decoder, opts.max_sessions, ids.eos, &plan.decoder_sessions, &plan.codes)?
+        };
+        plan.dispatches.insert(plan.stages.code_predictor, redirect);
         let reference = ReferencePlan::new(&gpu, &talker, &cp, &decoder, limits.max_rows)?;
         let role = model.tokenizer.assistant_text_ids("")?;
         let role_ids = [role[0], role[1], role[2]];
@@ -190,6 +221,7 @@ impl Engine {
             talker,
             _code_predictor: cp,
             decoder,
+            seams,
             reference,
             talker_probe: None,
             profiling: profiler.is_some(),
@@ -231,162 +263,6 @@ impl Engine {
 
     pub fn live_sessions(&self) -> usize {
         self.sessions.len()
-    }
-
-    /// Validates the request, reserves a KV-cache slot and queues the prompt.
-    pub fn start(&mut self, req: SessionRequest) -> Result<SessionId> {
-        req.sampling.validate()?;
-        if req.max_frames == 0 {
-            return Err(EngineError::invalid("max_frames", "must be at least 1"));
-        }
-        let prefix = self.prefix_for(&req)?;
-        let text_ids = match &req.text {
-            TextInput::Whole(text) => Some(self.text_ids(text)?),
-            TextInput::Streamed => None,
-        };
-        let icl = self.icl_for(&req.voice)?;
-        let prompt_rows = prefix.len()
-            + match (&icl, &text_ids, req.mode) {
-                (Some((ref_ids, p)), Some(ids), mode) => {
-                    let all: Vec<u32> = ref_ids.iter().chain(ids).copied().collect();
-                    icl_rows(&self.model.config, mode, &all, &p.codec).0.len()
-                }
-                (Some((_, p)), None, _) => p.codec.len(),
-                (None, Some(ids), TextMode::NonStreaming) => ids.len() + 2,
-                _ => 1,
-            };
-        self.check_prompt_fits(prompt_rows)?;
-        let slot = self.free_slots.pop().ok_or_else(|| {
-            EngineError::Capacity(format!("all {} session slots are in use", self.opts.max_sessions))
-        })?;
-        let id = self.next_id;
-        self.next_id += 1;
-        let mut s = Session::new(id, slot, req.mode, prefix, req.sampling, req.max_frames);
-        if let Some((ref_ids, icl)) = icl {
-            s.set_icl(ref_ids, icl);
-        }
-        match text_ids {
-            Some(ids) => s.set_text(ids),
-            None => s.start_stream(),
-        }
-        self.sessions.insert(id, s);
-        Ok(id)
-    }
-
-    /// The prompt rows of a whole-text request and the text tokens its frames read afterwards
-    /// (after those, every frame reads `tts_pad`).
-    pub fn prompt_for(&self, req: &SessionRequest) -> Result<(Vec<PromptRow>, Vec<u32>)> {
-        let TextInput::Whole(text) = &req.text else {
-            return Err(EngineError::invalid("text", "prompt_for needs the whole text"));
-        };
-        let mut rows = self.prefix_for(req)?;
-        let ids = self.text_ids(text)?;
-        let (text_rows, trailing) = match self.icl_for(&req.voice)? {
-            Some((ref_ids, icl)) => {
-                let all: Vec<u32> = ref_ids.into_iter().chain(ids).collect();
-                icl_rows(&self.model.config, req.mode, &all, &icl.codec)
-            }
-            None => text_rows(&self.model.config, req.mode, &ids)?,
-        };
-        rows.extend(text_rows);
-        Ok((rows, trailing))
-    }
-
-    /// For an ICL voice: the reference transcript's ids (`ref_ids[3:-2]`) and the codec rows
-    /// (`codec_emb(bos)` and one summed embedding per reference frame, from the GPU).
-    fn icl_for(&self, voice: &VoiceSpec) -> Result<Option<(Vec<u32>, IclPrompt)>> {
-        let Some(r) = voice.reference() else { return Ok(None) };
-        if r.text.trim().is_empty() {
-            return Err(EngineError::invalid(
-                "ref_text",
-                "is empty; leave it out for an x-vector-only clone",
-            ));
-        }
-        if r.codes.is_empty() {
-            return Err(EngineError::invalid("ref_audio", "the reference has no codec frames"));
-        }
-        let limit = self.reference.max_frames.min(self.plan.limits.max_rows) - 1;
-        if r.codes.len() > limit {
-            return Err(EngineError::invalid(
-                "ref_audio",
-                format!("the reference has {} frames; this engine takes at most {limit}", r.codes.len()),
-            ));
-        }
-        let codebook = self.model.speech_config.decoder_config.codebook_size;
-        if r.codes.iter().flatten().any(|&c| c as usize >= codebook) {
-            return Err(EngineError::invalid("ref_codes", format!("codes must be below {codebook}")));
-        }
-        let ids = self.model.tokenizer.ref_text_ids(&r.text)?;
-        let ref_ids = ids[3..ids.len().saturating_sub(2).max(3)].to_vec();
-        let sums = self.reference.embed_frames(&self.gpu, &r.codes)?;
-        let bos = CodecPart::Id(self.model.config.talker_config.codec_bos_id);
-        let codec = std::iter::once(bos).chain(sums.into_iter().map(CodecPart::Vector)).collect();
-        let frames = r.codes.len() as u32;
-        Ok(Some((ref_ids, IclPrompt { codec, codes: Some(r.codes.clone()), frames })))
-    }
-
-    fn prefix_for(&self, req: &SessionRequest) -> Result<Vec<PromptRow>> {
-        let instruct_ids = match req.instruct.as_deref() {
-            Some(s) if !s.trim().is_empty() => Some(self.model.tokenizer.instruct_ids(s)?),
-            _ => None,
-        };
-        let spec =
-            PromptSpec { voice: &req.voice, language: &req.language, instruct_ids: instruct_ids.as_deref() };
-        prefix_rows(&self.model.config, &spec, &self.role_ids)
-    }
-
-    /// The ids of `text` inside the assistant turn of the chat template.
-    fn text_ids(&self, text: &str) -> Result<Vec<u32>> {
-        if text.trim().is_empty() {
-            return Err(EngineError::invalid("text", "is empty"));
-        }
-        let ids = self.model.tokenizer.assistant_text_ids(text)?;
-        Ok(ids[3..ids.len() - 5].to_vec())
-    }
-
-    fn check_prompt_fits(&self, rows: usize) -> Result<()> {
-        let limit = self.plan.limits.max_rows.min(self.opts.max_positions.saturating_sub(1));
-        if rows > limit {
-            return Err(EngineError::invalid(
-                "text",
-                format!("the prompt needs {rows} positions, more than the {limit} one tick can take"),
-            ));
-        }
-        Ok(())
-    }
-
-    /// More text for a session started with [`TextInput::Streamed`].
-    pub fn append_text(&mut self, id: SessionId, text: &str) -> Result<()> {
-        let s = self.sessions.get_mut(&id).ok_or(EngineError::UnknownSession(id))?;
-        s.append_text(&self.model.tokenizer, text)?;
-        if let Some(n) = s.prompt_len() {
-            let limit = self.plan.limits.max_rows.min(self.opts.max_positions.saturating_sub(1));
-            if n > limit {
-                return Err(EngineError::invalid(
-                    "text",
-                    format!("the prompt needs {n} positions (limit {limit})"),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// No more text will come for this session.
-    pub fn end_text(&mut self, id: SessionId) -> Result<()> {
-        let s = self.sessions.get_mut(&id).ok_or(EngineError::UnknownSession(id))?;
-        s.end_text(&self.model.tokenizer)
-    }
-
-    /// Text tokens the session has received so far (`None` for an unknown session).
-    pub fn text_tokens(&self, id: SessionId) -> Option<usize> {
-        self.sessions.get(&id).map(|s| s.text_tokens)
-    }
-
-    /// Lowers a session's frame limit (never raises it); for caps known only once text ends.
-    pub fn cap_frames(&mut self, id: SessionId, max_frames: u32) {
-        if let Some(s) = self.sessions.get_mut(&id) {
-            s.max_frames = s.max_frames.min(max_frames.max(1));
-        }
     }
 
     /// Teacher forcing (fidelity checks against another implementation): frame `f` of the
@@ -446,8 +322,9 @@ impl Engine {
         self.pipeline && !self.profiling && !self.opts.capture_logits
     }
 
-    /// True when some session could produce a frame now, or a tick is still in flight.
+    /// True when some session could produce a frame now (or has finished while idle), or a
+    /// tick is still in flight.
     pub fn has_work(&self) -> bool {
-        self.in_flight.is_some() || self.sessions.values().any(|s| s.is_ready() || s.text_is_empty())
+        self.in_flight.is_some() || self.sessions.values().any(|s| s.is_ready() || s.idle_finish().is_some())
     }
 }

@@ -21,14 +21,27 @@ struct TickInput {
     decoder_sessions: Vec<SessionDesc>,
     /// Decoder slots to prime with reference frames before this tick: (slot, frames).
     primes: Vec<(u32, Vec<[u16; 16]>)>,
-    /// (session id, rows fed, whether this is its prefill)
-    members: Vec<(u64, u32, bool)>,
+    members: Vec<Member>,
+}
+
+/// A session's part in a tick.
+#[derive(Debug, Clone, Copy)]
+struct Member {
+    id: u64,
+    /// Talker rows fed.
+    fed: u32,
+    /// The tick feeds an utterance's prompt.
+    prefill: bool,
+    /// The session's first prompt: its decoder slot starts over.
+    new_stream: bool,
+    /// The utterance the tick belongs to (results of an utterance that has ended are moot).
+    utterance: u32,
 }
 
 /// A submitted tick whose results have not been read yet.
 pub(super) struct InFlight {
-    /// (session id, rows fed, whether this was its prefill), in the order of the results.
-    members: Vec<(u64, u32, bool)>,
+    /// In the order of the results.
+    members: Vec<Member>,
     readback: usize,
     submission: wgpu::SubmissionIndex,
     profiled: bool,
@@ -60,7 +73,7 @@ pub(super) fn run(engine: &mut Engine) -> Result<Vec<StepOutput>> {
     complete(engine, current, &mut outputs)?;
     // When every session of the speculative tick has ended, nothing is left to wait for it.
     if let Some(t) =
-        engine.in_flight.take_if(|t| t.members.iter().all(|m| !engine.sessions.contains_key(&m.0)))
+        engine.in_flight.take_if(|t| t.members.iter().all(|m| !engine.sessions.contains_key(&m.id)))
     {
         complete(engine, t, &mut outputs)?;
     }
@@ -78,10 +91,14 @@ fn launch(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<Option<I
     let readback = engine.next_readback;
     engine.next_readback ^= 1;
     let submission = submit(engine, &input, readback)?;
-    for &(id, fed, _) in &input.members {
-        let s = engine.sessions.get_mut(&id).expect("member of this tick");
+    for m in &input.members {
+        let s = engine.sessions.get_mut(&m.id).expect("member of this tick");
+        if m.prefill {
+            s.prompt_rows = m.fed;
+        }
         s.prefilled = true;
-        s.pos += fed;
+        s.decoder_started = true;
+        s.pos += m.fed;
         s.gen_index += 1;
     }
     Ok(Some(InFlight { members: input.members, readback, submission, profiled: engine.profiling }))
@@ -97,26 +114,48 @@ fn complete(engine: &mut Engine, t: InFlight, outputs: &mut Vec<StepOutput>) -> 
     let logits = if engine.opts.capture_logits { Some(read_logits(engine, t.members.len())?) } else { None };
     let eos = engine.model.config.talker_config.codec_eos_token_id;
     let first = outputs.len();
-    for (i, &(id, _, _)) in t.members.iter().enumerate() {
-        // Ended (finished or cancelled) after this tick was submitted: its results are moot.
-        let Some(s) = engine.sessions.get_mut(&id) else { continue };
+    for (i, m) in t.members.iter().enumerate() {
+        // Ended (finished or cancelled) after this tick was submitted, or the utterance it
+        // belongs to ended: its results are moot.
+        let Some(s) = engine.sessions.get_mut(&m.id) else { continue };
+        if s.utterance != m.utterance {
+            continue;
+        }
         let row = &codes[i * 16..i * 16 + 16];
-        let mut out =
-            StepOutput { id, frame: None, finished: None, logits: logits.as_ref().map(|l| l[i].clone()) };
+        let mut out = StepOutput {
+            id: m.id,
+            frame: None,
+            finished: None,
+            logits: logits.as_ref().map(|l| l[i].clone()),
+        };
+        let mut utterance_end = None;
         if row[0] == eos {
-            out.finished = Some(FinishReason::Eos);
+            utterance_end = Some(FinishReason::Eos);
         } else {
             let mut c = [0u16; 16];
             for (dst, &src) in c.iter_mut().zip(row) {
                 *dst = src as u16;
             }
-            out.frame = Some(Frame { index: s.frames, codes: c, pcm: pcm[i * spf..(i + 1) * spf].to_vec() });
+            let samples = pcm[i * spf..(i + 1) * spf].to_vec();
+            out.frame = Some(Frame { index: s.frames, segment: s.utterance, codes: c, pcm: samples });
             s.frames += 1;
+            s.utterance_frames += 1;
             if s.frames >= s.max_frames {
                 out.finished = Some(FinishReason::MaxFrames);
+            } else if s.utterance_frames >= s.utterance_limit() {
+                utterance_end = Some(FinishReason::MaxFrames);
             } else if s.pos as usize + 1 > engine.opts.max_positions {
-                out.finished = Some(FinishReason::ContextFull);
+                utterance_end = Some(FinishReason::ContextFull);
             }
+        }
+        if let Some(reason) = utterance_end {
+            out.finished = match s.end_current(reason, &engine.model.tokenizer) {
+                Ok(finished) => finished,
+                Err(e) => {
+                    tracing::error!(session = m.id, error = %e, "the next segment could not start");
+                    Some(FinishReason::Cancelled)
+                }
+            };
         }
         outputs.push(out);
     }
@@ -144,10 +183,10 @@ fn fail_grid_tick(
          sessions end with a GPU fault and the layers run as separate dispatches from now on"
     );
     let first = outputs.len();
-    for &(id, _, _) in &t.members {
-        if engine.sessions.contains_key(&id) {
+    for m in &t.members {
+        if engine.sessions.contains_key(&m.id) {
             outputs.push(StepOutput {
-                id,
+                id: m.id,
                 frame: None,
                 finished: Some(FinishReason::GpuFault),
                 logits: None,
@@ -165,20 +204,17 @@ fn gather(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<TickInpu
     let mut t = TickInput::default();
     let forced = &engine.forced;
     for s in engine.sessions.values_mut() {
-        if s.text_is_empty() {
-            outputs.push(StepOutput {
-                id: s.id,
-                frame: None,
-                finished: Some(FinishReason::EmptyText),
-                logits: None,
-            });
+        // Nothing left to say and no text to come (streamed text that ended after the last
+        // utterance, or never had a word).
+        if let Some(reason) = s.idle_finish() {
+            outputs.push(StepOutput { id: s.id, frame: None, finished: Some(reason), logits: None });
             continue;
         }
         if !s.is_ready() {
             continue;
         }
-        // Already at its frame or position limit through a tick still in flight.
-        if s.prefilled && (s.gen_index >= s.max_frames || s.pos as usize + 1 > engine.opts.max_positions) {
+        // Already at a frame or position limit through a tick still in flight.
+        if s.at_limit(engine.opts.max_positions) {
             continue;
         }
         let need = if s.prefilled { 1 } else { s.prompt_len().unwrap_or(1) };
@@ -202,12 +238,13 @@ fn gather(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<TickInpu
         }
         t.sessions.push(desc);
         t.decoder_sessions.push(SessionDesc { gen_index: s.decoder_frame(), ..desc });
-        if prefill {
+        let new_stream = !s.decoder_started;
+        if new_stream {
             if let Some(codes) = s.take_prime() {
                 t.primes.push((s.slot, codes));
             }
         }
-        t.members.push((s.id, fed, prefill));
+        t.members.push(Member { id: s.id, fed, prefill, new_stream, utterance: s.utterance });
     }
     Ok(t)
 }
@@ -226,15 +263,21 @@ fn submit(engine: &mut Engine, t: &TickInput, rb: usize) -> Result<wgpu::Submiss
         q.write_buffer(&plan.extra, 0, bytemuck::cast_slice(&t.extra));
     }
     let words = plan.history_words;
-    for (desc, &(_, _, prefill)) in t.sessions.iter().zip(&t.members) {
-        if prefill {
+    for (desc, m) in t.sessions.iter().zip(&t.members) {
+        if m.prefill {
+            // A new prompt: the sampler's history starts over, and the decoder takes this
+            // slot's frames again; a new session's decoder state starts over too.
             let zeros = vec![0u32; words];
             q.write_buffer(
                 &plan.history,
                 (desc.slot as usize * words * 4) as u64,
                 bytemuck::cast_slice(&zeros),
             );
+            engine.seams.clear_ended(q, desc.slot);
+        }
+        if m.new_stream {
             engine.decoder.reset_slot(q, desc.slot);
+            engine.seams.reset(q, desc.slot);
         }
     }
     debug_assert_eq!(std::mem::size_of::<[u32; 4]>(), ROW_DESC_BYTES);
@@ -248,6 +291,9 @@ fn submit(engine: &mut Engine, t: &TickInput, rb: usize) -> Result<wgpu::Submiss
         match engine.active_profiler() {
             Some(p) => p.record(&plan.dispatches, &mut pass, &counts),
             None => record_all(&plan.dispatches, &mut pass, &counts),
+        }
+        if engine.seams.needs_shift(t.decoder_sessions.iter().map(|d| d.gen_index)) {
+            record_all(&engine.seams.shift, &mut pass, &counts);
         }
     }
     if let Some(p) = engine.active_profiler() {

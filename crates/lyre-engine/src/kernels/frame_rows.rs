@@ -17,15 +17,18 @@ pub const SOURCE: KernelSource = KernelSource {
 struct Params {
     frames: u32,
     max_pos: u32,
-    _pad: [u32; 2],
+    period: u32,
+    _pad: u32,
 }
 
 pub struct FrameRows<'a> {
     pub label: &'a str,
     /// Frames per session this step.
     pub frames: u32,
-    /// Positions are clamped below this (the RoPE table's length).
+    /// Positions stay below this (the RoPE table's length).
     pub max_pos: u32,
+    /// Positions from `max_pos` on wrap back by this many (0: they are clamped instead).
+    pub period: u32,
     /// `[session * frames + t]` of `[u32; 4]`.
     pub rows: &'a wgpu::Buffer,
     pub sessions: &'a wgpu::Buffer,
@@ -33,7 +36,8 @@ pub struct FrameRows<'a> {
 
 impl FrameRows<'_> {
     pub fn build(&self, env: &Env) -> Dispatch {
-        let params = Params { frames: self.frames, max_pos: self.max_pos.max(1), _pad: [0; 2] };
+        let params =
+            Params { frames: self.frames, max_pos: self.max_pos.max(1), period: self.period, _pad: 0 };
         let grid = Grid::new(Extent::rows(RowCount::Sessions), Extent::Fixed(1));
         sequence_dispatch(
             env,

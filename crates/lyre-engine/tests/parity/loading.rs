@@ -91,6 +91,7 @@ fn request(voice: &str, language: &str) -> SessionRequest {
         mode: TextMode::NonStreaming,
         sampling: SamplingParams::from_generation_config(&Default::default(), 0),
         max_frames: 4,
+        max_frames_per_segment: None,
     }
 }
 

@@ -12,4 +12,5 @@ mod grid_fault;
 mod loading;
 mod pipeline;
 mod prompt;
+mod segments;
 mod talker;

@@ -22,6 +22,7 @@ pub fn options(max_sessions: usize, capture_logits: bool) -> EngineOptions {
         max_positions: 256,
         kv_cache: lyre_engine::KvFormat::F32,
         max_rows_per_tick: 128,
+        segment_tokens: 0,
         capture_logits,
         profile: false,
         profile_dispatches: false,
@@ -81,6 +82,7 @@ pub fn case_request(fixture_name: &str, case: &str, engine: &Engine) -> Option<l
         mode: if m["non_streaming_mode"] == true { TextMode::NonStreaming } else { TextMode::Streaming },
         sampling,
         max_frames: g["max_new_tokens"].as_u64().unwrap() as u32 - 1,
+        max_frames_per_segment: None,
     })
 }
 

@@ -88,6 +88,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         max_sessions: max_batch,
         max_positions: prompt_rows + args.context as usize + args.frames as usize + 8,
         max_rows_per_tick: max_batch * prompt_rows,
+        segment_tokens: 0,
         capture_logits: false,
         profile: true,
         profile_dispatches: args.profile_dispatches,
@@ -200,6 +201,7 @@ fn request(model: &ModelDir, text: &str, frames: u32, seed: u64) -> SessionReque
         mode: TextMode::NonStreaming,
         sampling,
         max_frames: frames + 1,
+        max_frames_per_segment: Some(frames + 1),
     }
 }
 

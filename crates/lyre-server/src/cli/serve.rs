@@ -176,6 +176,7 @@ fn make_engine(model: Arc<ModelDir>, cfg: &ServerConfig, allow_cpu: bool) -> any
         max_sessions: cfg.engine.max_sessions,
         max_positions: cfg.engine.max_positions,
         max_rows_per_tick: cfg.engine.max_rows_per_tick,
+        segment_tokens: cfg.engine.segment_tokens,
         kv_cache: cfg.engine.kv_format()?,
         capture_logits: false,
         profile: false,
@@ -203,5 +204,6 @@ fn warm_up_request(model: &ModelDir) -> SessionRequest {
         mode: TextMode::NonStreaming,
         sampling: SamplingParams::from_generation_config(&model.generation, 0).greedy(),
         max_frames: 1,
+        max_frames_per_segment: None,
     }
 }

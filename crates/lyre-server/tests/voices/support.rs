@@ -73,6 +73,7 @@ fn worker(model_dir: &Path, cfg: &ServerConfig) -> Worker {
             max_positions: e.max_positions,
             kv_cache: lyre_engine::KvFormat::F32,
             max_rows_per_tick: e.max_rows_per_tick,
+            segment_tokens: 0,
             capture_logits: false,
             profile: false,
             profile_dispatches: false,

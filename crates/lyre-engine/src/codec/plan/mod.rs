@@ -75,6 +75,8 @@ pub(super) struct StepInputs<'a> {
     pub weights: &'a DecoderWeights,
     pub state: &'a StreamState,
     pub rope: &'a RopeTables,
+    /// Positions past the table wrap back by this many (0: clamped); see `RopeWrap`.
+    pub rope_period: u32,
     /// `[session][frames][16]` u32.
     pub codes: &'a wgpu::Buffer,
     /// `[session]` of `SessionDesc`.
@@ -119,6 +121,7 @@ impl FramePlan {
             label: "decoder.rows",
             frames: f,
             max_pos: inp.rope.positions as u32,
+            period: inp.rope_period,
             rows: &self.rows,
             sessions: inp.sessions,
         }

@@ -127,6 +127,7 @@ fn clamp_and_frame_rows() {
     let xb = gpu.buf(&x);
     let pcm = gpu.buf(&vec![0f32; 2 * rows]);
     let table = gpu.buf(&[0u32; 2 * 4 * 4]);
+    let wrapped_table = gpu.buf(&[0u32; 2 * 4 * 4]);
     let sessions = gpu.sessions(&[(3, 10), (1, 0)]);
     let env = gpu.env();
     let clamp = ClampPcm {
@@ -136,8 +137,10 @@ fn clamp_and_frame_rows() {
         rows: rows as u32,
         sessions: &sessions,
     };
-    let frame_rows = FrameRows { label: "rows", frames: 4, max_pos: 12, rows: &table, sessions: &sessions };
-    gpu.run(2, &[clamp.build(&env).unwrap(), frame_rows.build(&env)]);
+    let frame_rows =
+        FrameRows { label: "rows", frames: 4, max_pos: 12, period: 0, rows: &table, sessions: &sessions };
+    let wrapped = FrameRows { period: 4, rows: &wrapped_table, ..frame_rows };
+    gpu.run(2, &[clamp.build(&env).unwrap(), frame_rows.build(&env), wrapped.build(&env)]);
     let want: Vec<f32> = (0..2 * rows).map(|i| x[i * 4].clamp(-1.0, 1.0)).collect();
     assert_close("clamp", &gpu.read::<f32>(&pcm), &want, 0.0);
     let got: Vec<u32> = gpu.read(&table);
@@ -146,4 +149,10 @@ fn clamp_and_frame_rows() {
         .flat_map(|&(slot, pos)| [slot, pos, 0, 0])
         .collect();
     assert_eq!(got, want_rows, "row descriptors (positions clamped to the RoPE table)");
+    let got: Vec<u32> = gpu.read(&wrapped_table);
+    let want_rows: Vec<u32> = [(3, 10), (3, 11), (3, 8), (3, 9), (1, 0), (1, 1), (1, 2), (1, 3)]
+        .iter()
+        .flat_map(|&(slot, pos)| [slot, pos, 0, 0])
+        .collect();
+    assert_eq!(got, want_rows, "row descriptors (positions past the table wrapped back by the period)");
 }
