@@ -161,3 +161,48 @@ fn synth_decodes_given_codes_to_the_reference_waveform() {
     std::fs::remove_file(out).unwrap();
     std::fs::remove_file(codes_path).unwrap();
 }
+
+#[test]
+fn synth_speaks_a_text_file_in_segments_with_progress() {
+    let text = temp("chapter.txt");
+    let sentence = "Hello world, this is a test.";
+    std::fs::write(&text, vec![sentence; 6].join(" ")).unwrap();
+    let (out, codes) = (temp("chapter.flac"), temp("chapter.json"));
+    let model = fixture("tiny-custom-voice");
+    let o = lyre(&[
+        "synth",
+        "--model-dir",
+        model.to_str().unwrap(),
+        "--text-file",
+        text.to_str().unwrap(),
+        "--voice",
+        "vivian",
+        "--language",
+        "english",
+        "--greedy",
+        // A small cache, so each sentence is a segment of its own.
+        "--max-positions",
+        "128",
+        "--out",
+        out.to_str().unwrap(),
+        "--codes-out",
+        codes.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    for i in 1..=6 {
+        assert!(err.contains(&format!("segment {i}/6: ")), "progress of segment {i}: {err}");
+    }
+    assert!(err.contains("real time") && err.contains("left") && err.contains("in 6 segments"), "{err}");
+    // Each sentence is spoken as alone (the official reference), and the file holds exactly
+    // the frames generated.
+    let codes = read_codes(&codes);
+    assert_eq!(codes, ref_codes("tiny-custom-voice", "e2e_cv_nonstream_english_vivian").repeat(6));
+    let flac = claxon::FlacReader::open(&out).unwrap();
+    assert_eq!(flac.streaminfo().sample_rate, 24_000);
+    assert_eq!(flac.streaminfo().samples, Some(codes.len() as u64 * 1920));
+    assert_eq!(flac.into_samples().count(), codes.len() * 1920);
+    for p in [text, out, temp("chapter.json")] {
+        std::fs::remove_file(p).unwrap();
+    }
+}

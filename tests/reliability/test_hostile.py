@@ -63,7 +63,7 @@ def http_corpus(rng):
                      {text_key: "   \n\t", "voice": "ryan"}, {text_key: "Hello.", "voice": "nobody"},
                      {text_key: "Hello.", "voice": "../../etc/passwd"}, {text_key: "Hello.", "voice": "ryan",
                      "language": "klingon"}, {text_key: "<|im_start|>", "voice": "ryan"},
-                     {text_key: "x" * 5000, "voice": "ryan"}, {text_key: "Hello.", "voice": "ryan", "max_frames": 0},
+                     {text_key: "x" * 500_001, "voice": "ryan"}, {text_key: "Hello.", "voice": "ryan", "max_frames": 0},
                      {text_key: "Hello.", "voice": "ryan", "text_mode": "sideways"}]:
             if path != "/v1/tts":
                 body = {"model": "lyre", **body}

@@ -23,6 +23,6 @@ pub mod speaker_encoder;
 pub mod speech_encoder;
 
 pub use engine::{
-    Engine, EngineOptions, FinishReason, Frame, FrameLogits, KvFormat, SessionId, SessionRequest, StepOutput,
-    TextInput, TickProfile,
+    plan_segments, prompt_overhead, Engine, EngineOptions, FinishReason, Frame, FrameLogits, KvFormat,
+    SegmentLimits, SessionId, SessionRequest, StepOutput, TextInput, TickProfile,
 };

@@ -36,7 +36,7 @@ impl Default for ServerSection {
         ServerSection {
             listen: "0.0.0.0:8080".into(),
             request_timeout_s: 300,
-            max_body_bytes: 1 << 20,
+            max_body_bytes: 4 << 20,
             cors_origins: Vec::new(),
             drain_timeout_s: 30,
             send_buffer_bytes: 0,
@@ -61,6 +61,8 @@ pub struct EngineSection {
     pub max_rows_per_tick: usize,
     /// The talker's KV cache: "f32" or "f16" (half the memory; needs shader-f16).
     pub kv_cache: String,
+    /// Text tokens per segment of a long text; 0: sized so a segment's speech fits the cache.
+    pub segment_tokens: usize,
 }
 
 impl Default for EngineSection {
@@ -71,6 +73,7 @@ impl Default for EngineSection {
             max_positions: 4096,
             max_rows_per_tick: 1024,
             kv_cache: "f32".into(),
+            segment_tokens: 0,
         }
     }
 }
@@ -79,6 +82,16 @@ impl EngineSection {
     /// `kv_cache` as the engine's format.
     pub fn kv_format(&self) -> anyhow::Result<lyre_engine::KvFormat> {
         parse_kv_format(&self.kv_cache).map_err(|e| anyhow!("engine.kv_cache: {e}"))
+    }
+
+    /// What cutting a long text into segments depends on (as the engine built from this
+    /// section sees it).
+    pub fn segment_limits(&self) -> lyre_engine::SegmentLimits {
+        lyre_engine::SegmentLimits {
+            max_positions: self.max_positions,
+            max_rows: self.max_rows_per_tick.max(self.max_sessions),
+            segment_tokens: self.segment_tokens,
+        }
     }
 }
 
@@ -105,7 +118,7 @@ pub struct LimitsSection {
 impl Default for LimitsSection {
     fn default() -> Self {
         LimitsSection {
-            max_text_chars: 4096,
+            max_text_chars: 500_000,
             max_frames: 0,
             max_ws_messages_per_second: 50,
             max_ws_message_bytes: 65536,
@@ -183,6 +196,13 @@ impl ServerConfig {
             bail!("engine.max_positions: must be at least 64, got {}", e.max_positions);
         }
         e.kv_format()?;
+        if e.segment_tokens != 0 && e.segment_tokens < lyre_engine::segment::MIN_SEGMENT_TOKENS {
+            bail!(
+                "engine.segment_tokens: must be 0 (sized for the cache) or at least {}, got {}",
+                lyre_engine::segment::MIN_SEGMENT_TOKENS,
+                e.segment_tokens
+            );
+        }
         if e.max_rows_per_tick < 16 {
             bail!("engine.max_rows_per_tick: must be at least 16, got {}", e.max_rows_per_tick);
         }

@@ -107,6 +107,11 @@ pub enum ServerMessage {
         frame: u32,
         codes: [u16; 16],
     },
+    /// The audio that follows starts segment (utterance) `index` of the session: a seam of a
+    /// long text or of a stream that rolled over.
+    Segment {
+        index: u32,
+    },
     Done {
         frames: u32,
         audio_ms: f64,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use lyre_engine::checkpoint::ModelDir;
-use lyre_server::config::LimitsSection;
+use lyre_server::config::{EngineSection, LimitsSection};
 use lyre_server::http::{parse_tts_request, Validator};
 use lyre_server::protocol::parse_client_message;
 use proptest::prelude::*;
@@ -83,10 +83,23 @@ fn field_object() -> impl Strategy<Value = Map<String, Value>> {
     })
 }
 
+fn validator() -> Validator<'static> {
+    Validator {
+        model: model(),
+        limits: limits(),
+        voices: None,
+        segments: EngineSection::default().segment_limits(),
+    }
+}
+
 fn check_tts(bytes: &[u8]) -> Result<(), TestCaseError> {
-    let validator = Validator { model: model(), limits: limits(), voices: None };
-    if let Err(e) = parse_tts_request(&validator, bytes) {
-        let f = e.0;
+    let validator = validator();
+    let failure = match parse_tts_request(&validator, bytes) {
+        // The text is cut into the segments the engine speaks, or refused.
+        Ok((mut request, _)) => validator.segment(&mut request).err(),
+        Err(e) => Some(e.0),
+    };
+    if let Some(f) = failure {
         prop_assert!((400..500).contains(&f.status()), "{} for {:?}", f, String::from_utf8_lossy(bytes));
         prop_assert!(!f.message.is_empty());
     }
@@ -112,7 +125,7 @@ proptest! {
         }
         if let Ok(lyre_server::protocol::ClientMessage::Start(start)) = parse_client_message(&v.to_string()) {
             // A start that parses goes through the same validation as HTTP requests.
-            let validator = Validator { model: model(), limits: limits(), voices: None };
+            let validator = validator();
             if let Err(f) = validator.build(&start.fields(), None, lyre_engine::prompt::TextMode::Streaming) {
                 prop_assert!((400..500).contains(&f.status()), "{}", f);
             }
@@ -152,7 +165,7 @@ fn deeply_nested_json_is_a_400() {
 
 #[test]
 fn overflowing_and_non_finite_sampling_values_are_rejected_by_name() {
-    let validator = Validator { model: model(), limits: limits(), voices: None };
+    let validator = validator();
     for (field, value) in [
         ("temperature", "1e39"),
         ("temperature", "-1e39"),

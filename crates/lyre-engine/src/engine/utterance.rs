@@ -28,6 +28,11 @@ pub(crate) struct Utterance {
     pub measured: usize,
     /// The last characters of the streamed text.
     pub context: String,
+    /// Spaces at the end of the streamed text, held back until a word follows: an utterance's
+    /// text is spoken without the spaces at its ends, as a whole-text segment is.
+    space: String,
+    /// Some streamed text other than spaces has arrived.
+    started: bool,
     /// The talker has read `tts_eos` (streaming mode).
     pub eos_read: bool,
 }
@@ -60,6 +65,8 @@ impl Utterance {
             tokens: 0,
             measured: 0,
             context: String::new(),
+            space: String::new(),
+            started: false,
             eos_read: false,
         }
     }
@@ -94,9 +101,20 @@ impl Utterance {
         let Some(stream) = self.stream.as_mut() else {
             return Err(crate::EngineError::invalid("text", "this utterance's text has already ended"));
         };
-        let ids = stream.push(tok, piece)?;
-        self.tokens += ids.len();
-        self.text.extend(ids);
+        let body = piece.trim_end();
+        let trailing = &piece[body.len()..];
+        if body.is_empty() {
+            if self.started {
+                self.space.push_str(piece);
+            }
+        } else {
+            let body = if self.started { body } else { body.trim_start() };
+            let ids = stream.push(tok, &(std::mem::take(&mut self.space) + body))?;
+            self.tokens += ids.len();
+            self.text.extend(ids);
+            self.started = true;
+            self.space.push_str(trailing);
+        }
         self.measured += measured;
         self.context.push_str(piece);
         let keep = self.context.char_indices().rev().nth(CONTEXT_CHARS - 1).map_or(0, |(at, _)| at);
@@ -138,6 +156,8 @@ impl Utterance {
         let mut next = Utterance::tokenized(unread, lead);
         next.stream = self.stream.take();
         next.context = std::mem::take(&mut self.context);
+        next.space = std::mem::take(&mut self.space);
+        next.started = self.started;
         next.measured = next.tokens;
         Some(next)
     }

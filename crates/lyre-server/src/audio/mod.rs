@@ -11,6 +11,7 @@
 //! multiply by 32767, round to nearest (ties away from zero); NaN becomes 0. Opus, MP3 and FLAC
 //! are fed those same integers.
 
+mod file;
 mod flac;
 mod mp3;
 mod opus;
@@ -23,6 +24,7 @@ mod test_util;
 use std::fmt;
 use std::str::FromStr;
 
+pub use self::file::FileWriter;
 pub use self::flac::FlacStream;
 pub use self::mp3::Mp3Stream;
 pub use self::opus::OggOpusStream;

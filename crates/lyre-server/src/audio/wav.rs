@@ -86,8 +86,14 @@ fn header(sample_rate: u32, riff_size: u32, data_size: u32) -> Vec<u8> {
 
 /// Replaces a streamed header's unknown sizes with the real ones of the complete file in `bytes`.
 pub(super) fn patch_clip_sizes(bytes: &mut [u8]) -> Result<(), AudioError> {
-    let data_len = bytes.len().saturating_sub(HEADER_LEN);
-    let too_long = || AudioError::TooLong { format: AudioFormat::Wav, samples: data_len as u64 / 2 };
+    let data_len = bytes.len().saturating_sub(HEADER_LEN) as u64;
+    patch_header_sizes(bytes, data_len)
+}
+
+/// Writes the sizes of a file with `data_len` bytes of samples into its header (the first
+/// [`HEADER_LEN`] bytes of `bytes`).
+pub(super) fn patch_header_sizes(bytes: &mut [u8], data_len: u64) -> Result<(), AudioError> {
+    let too_long = || AudioError::TooLong { format: AudioFormat::Wav, samples: data_len / 2 };
     let data_size = u32::try_from(data_len).map_err(|_| too_long())?;
     let riff_size = data_size.checked_add(36).ok_or_else(too_long)?;
     if bytes.len() < HEADER_LEN {

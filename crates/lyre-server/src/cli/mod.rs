@@ -4,6 +4,7 @@ mod bench;
 mod check_config;
 mod serve;
 mod synth;
+mod synth_progress;
 
 use std::process::ExitCode;
 

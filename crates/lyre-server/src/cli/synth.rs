@@ -1,9 +1,10 @@
-//! `lyre synth`: one clip, start to end, with the same engine the server uses.
+//! `lyre synth`: one clip, start to end, with the same engine the server uses. A long text
+//! (`--text-file`, a chapter or a book) is spoken in segments with a progress bar, and its
+//! audio is written to the file as it is generated.
 
-use std::io::Write;
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
@@ -16,6 +17,8 @@ use lyre_engine::prompt::{TextMode, VoiceSpec};
 use lyre_engine::sampling::{SamplingOverrides, SamplingParams};
 use lyre_engine::{Engine, EngineOptions, FinishReason, SessionRequest, TextInput};
 
+use super::synth_progress::Progress;
+use crate::audio::{AudioFormat, FileWriter, SAMPLE_RATE};
 use crate::config::ServerConfig;
 use crate::voices::{Encoders, VoiceStore};
 
@@ -25,8 +28,12 @@ pub struct SynthArgs {
     #[arg(long)]
     pub model_dir: PathBuf,
     /// The text to speak (not needed with --codes-in).
-    #[arg(long, required_unless_present = "codes_in")]
+    #[arg(long, required_unless_present_any = ["codes_in", "text_file"], conflicts_with = "text_file")]
     pub text: Option<String>,
+    /// Read the text to speak from this UTF-8 file (any length: a long text is spoken in
+    /// segments, with a progress bar).
+    #[arg(long)]
+    pub text_file: Option<PathBuf>,
     /// Preset speaker (CustomVoice models) or stored cloned voice (Base models, see
     /// --voices-dir).
     #[arg(long)]
@@ -67,46 +74,61 @@ pub struct SynthArgs {
     pub top_p: Option<f32>,
     #[arg(long)]
     pub repetition_penalty: Option<f32>,
-    /// Emit at most this many 80 ms frames (default: 5 s plus 1 s per text token).
+    /// Emit at most this many 80 ms frames in all (each segment is also held to 5 s plus 1 s
+    /// per text token).
     #[arg(long)]
     pub max_frames: Option<u32>,
+    /// KV-cache positions: a text longer than one segment for this cache is spoken in segments.
+    #[arg(long, default_value_t = 4096)]
+    pub max_positions: usize,
     /// Never stop at the end-of-speech token (always emit --max-frames frames).
     #[arg(long)]
     pub ignore_eos: bool,
     /// Write the codes as JSON: {"codes": [[c0, ..., c15], ...]}.
     #[arg(long)]
     pub codes_out: Option<PathBuf>,
-    /// Write the audio as a 16-bit 24 kHz mono WAV file.
+    /// Write the audio (24 kHz mono) to this file, frame by frame as it is generated.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The format of --out: wav, pcm, opus, mp3 or flac (default: from its extension, else wav).
+    #[arg(long)]
+    pub format: Option<AudioFormat>,
     /// Decode these codes ({"codes": [[16 ints], ...]}) instead of running the talker.
-    #[arg(long, conflicts_with_all = ["text", "voice", "instruct", "codes_out", "ref_audio"])]
+    #[arg(long, conflicts_with_all = ["text", "text_file", "voice", "instruct", "codes_out", "ref_audio"])]
     pub codes_in: Option<PathBuf>,
 }
 
 pub fn run(args: SynthArgs) -> anyhow::Result<()> {
     if args.codes_out.is_none() && args.out.is_none() {
-        bail!("nothing to write: give --out FILE.wav and/or --codes-out FILE.json");
+        bail!("nothing to write: give --out FILE and/or --codes-out FILE.json");
     }
+    let format = output_format(&args);
     let model = Arc::new(ModelDir::open(&args.model_dir)?);
     if let Some(codes_in) = &args.codes_in {
-        return decode_codes(&model, codes_in, args.out.as_deref());
+        return decode_codes(&model, codes_in, args.out.as_deref(), format);
     }
-    let text = args.text.clone().unwrap_or_default();
+    let text = match &args.text_file {
+        Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+        None => args.text.clone().unwrap_or_default(),
+    };
     let voice = voice(&args, &model)?;
     check_voice_and_instruct(&model.config, &voice, args.instruct.as_deref())?;
     let sampling = sampling(&args, &model);
     sampling.validate()?;
     let text_tokens = model.tokenizer.assistant_text_ids(&text)?.len().saturating_sub(8);
-    let max_frames = args.max_frames.unwrap_or_else(|| default_max_frames(text_tokens, &model.generation));
+    let max_frames = args.max_frames.unwrap_or(u32::MAX);
     let gpu = Arc::new(GpuContext::new(&GpuOptions::from_env())?);
     eprintln!("{} on {} ({:?})", model.describe(), gpu.info.name, gpu.info.backend);
     let reference = voice.reference().map_or(0, |r| r.codes.len() + r.text.len());
-    let prompt_budget = text_tokens + 64 + args.instruct.as_ref().map_or(0, |s| s.len()) + reference;
+    let prompt_budget = 64 + args.instruct.as_ref().map_or(0, |s| s.len()) + reference;
+    // A short text gets a cache just large enough for it; a long one is spoken in segments.
+    let frames = default_max_frames(text_tokens, &model.generation).min(max_frames) as usize;
+    let max_positions = args.max_positions.min(prompt_budget + text_tokens + frames + 2).max(64);
     let opts = EngineOptions {
         max_sessions: 1,
-        max_positions: prompt_budget + max_frames as usize + 2,
-        max_rows_per_tick: prompt_budget,
+        max_positions,
+        max_rows_per_tick: (prompt_budget + text_tokens).min(max_positions),
+        segment_tokens: 0,
         kv_cache: lyre_engine::KvFormat::F32,
         capture_logits: false,
         profile: false,
@@ -115,7 +137,7 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
     };
     let mut engine = Engine::new(gpu, model, opts)?;
     let mode = if args.streaming_text { TextMode::Streaming } else { TextMode::NonStreaming };
-    let req = SessionRequest {
+    let mut req = SessionRequest {
         text: TextInput::Whole(text),
         voice,
         language: args.language.clone(),
@@ -123,18 +145,52 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
         mode,
         sampling,
         max_frames,
+        max_frames_per_segment: None,
     };
-    let (codes, pcm, reason) = generate(&mut engine, req)?;
+    let segments = engine.segments(&req)?;
+    let n = segments.len();
+    req.text = TextInput::Segments(segments);
+    let mut out = match &args.out {
+        Some(path) => {
+            let file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+            Some((path, FileWriter::new(format, SAMPLE_RATE, BufWriter::new(file))?))
+        }
+        None => None,
+    };
+    let mut progress = Progress::new(n);
+    let (codes, reason) = generate(&mut engine, req, &mut progress, |pcm| match out.as_mut() {
+        Some((path, w)) => w.push(pcm).with_context(|| format!("writing {}", path.display())),
+        None => Ok(()),
+    })?;
+    progress.finish();
+    if let Some((path, w)) = out {
+        w.finish().with_context(|| format!("writing {}", path.display()))?;
+    }
     if let Some(path) = &args.codes_out {
         let json = serde_json::json!({ "codes": codes });
         std::fs::write(path, serde_json::to_vec(&json)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    if let Some(path) = &args.out {
-        write_wav(path, &pcm)?;
-    }
-    eprintln!("{} frames ({:.2} s of audio), finished: {reason:?}", codes.len(), codes.len() as f64 * 0.08);
+    eprintln!(
+        "{} frames ({:.2} s of audio) in {n} segment{}, finished: {reason:?}",
+        codes.len(),
+        codes.len() as f64 * 0.08,
+        if n == 1 { "" } else { "s" }
+    );
     Ok(())
+}
+
+/// `--format`, else the format --out's extension names, else WAV.
+fn output_format(args: &SynthArgs) -> AudioFormat {
+    if let Some(f) = args.format {
+        return f;
+    }
+    let ext = args.out.as_deref().and_then(Path::extension).and_then(|e| e.to_str()).unwrap_or("wav");
+    match ext.to_ascii_lowercase().as_str() {
+        "ogg" | "oga" => AudioFormat::Opus,
+        "raw" | "s16" => AudioFormat::Pcm,
+        other => other.parse().unwrap_or(AudioFormat::Wav),
+    }
 }
 
 /// `--ref-audio` (run the encoders), `--voice` (a stored voice on a Base model, else a preset
@@ -197,13 +253,16 @@ fn sampling(args: &SynthArgs, model: &ModelDir) -> SamplingParams {
     SamplingParams::from_generation_config(&model.generation, seed).with_overrides(&overrides)
 }
 
-type Generated = (Vec<[u16; 16]>, Vec<f32>, FinishReason);
-
-/// Steps the engine until the session ends, with a progress line on stderr.
-fn generate(engine: &mut Engine, req: SessionRequest) -> anyhow::Result<Generated> {
+/// Steps the engine until the session ends, handing each frame's samples to `sink` and its
+/// progress to `progress`; returns the codes and why it ended.
+fn generate(
+    engine: &mut Engine,
+    req: SessionRequest,
+    progress: &mut Progress,
+    mut sink: impl FnMut(&[f32]) -> anyhow::Result<()>,
+) -> anyhow::Result<(Vec<[u16; 16]>, FinishReason)> {
     let id = engine.start(req)?;
-    let started = Instant::now();
-    let (mut codes, mut pcm) = (Vec::new(), Vec::new());
+    let mut codes = Vec::new();
     loop {
         for out in engine.step()? {
             if out.id != id {
@@ -211,35 +270,23 @@ fn generate(engine: &mut Engine, req: SessionRequest) -> anyhow::Result<Generate
             }
             if let Some(f) = out.frame {
                 codes.push(f.codes);
-                pcm.extend_from_slice(&f.pcm);
-                if codes.len() % 25 == 0 {
-                    let secs = started.elapsed().as_secs_f64();
-                    eprint!(
-                        "\rframe {} ({:.1} s of audio, {:.1} frames/s)",
-                        codes.len(),
-                        codes.len() as f64 * 0.08,
-                        codes.len() as f64 / secs
-                    );
-                    let _ = std::io::stderr().flush();
-                }
+                sink(&f.pcm)?;
+                progress.frame(f.segment);
             }
             if let Some(reason) = out.finished {
-                if codes.len() >= 25 {
-                    eprintln!();
-                }
-                return Ok((codes, pcm, reason));
+                return Ok((codes, reason));
             }
         }
     }
 }
 
-fn write_wav(path: &Path, pcm: &[f32]) -> anyhow::Result<()> {
-    let bytes = crate::audio::encode_clip(crate::audio::AudioFormat::Wav, pcm, crate::audio::SAMPLE_RATE)?;
-    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
-}
-
 /// `--codes-in`: the codec decoder alone, frame by frame.
-fn decode_codes(model: &ModelDir, codes_in: &Path, out: Option<&Path>) -> anyhow::Result<()> {
+fn decode_codes(
+    model: &ModelDir,
+    codes_in: &Path,
+    out: Option<&Path>,
+    format: AudioFormat,
+) -> anyhow::Result<()> {
     let text =
         std::fs::read_to_string(codes_in).with_context(|| format!("reading {}", codes_in.display()))?;
     let json: serde_json::Value =
@@ -264,7 +311,8 @@ fn decode_codes(model: &ModelDir, codes_in: &Path, out: Option<&Path>) -> anyhow
         StandaloneDecoder::new(gpu, &model.speech_config, &model.speech_weights, 1, codes.len())?;
     let pcm = decoder.decode_clip(&codes)?;
     if let Some(path) = out {
-        write_wav(path, &pcm)?;
+        let bytes = crate::audio::encode_clip(format, &pcm, SAMPLE_RATE)?;
+        std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))?;
     }
     eprintln!("decoded {} frames ({:.2} s of audio)", codes.len(), codes.len() as f64 * 0.08);
     Ok(())

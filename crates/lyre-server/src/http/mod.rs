@@ -50,7 +50,12 @@ pub struct AppState {
 
 impl AppState {
     pub fn validator(&self) -> Validator<'_> {
-        Validator { model: &self.model, limits: &self.config.limits, voices: Some(&self.voices) }
+        Validator {
+            model: &self.model,
+            limits: &self.config.limits,
+            voices: Some(&self.voices),
+            segments: self.config.engine.segment_limits(),
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 //! `POST /v1/audio/speech`: OpenAI's text-to-speech request and responses. Audio streams as
-//! it is generated (chunked), or as Server-Sent Events with `stream_format: "sse"`.
+//! it is generated (chunked), or as Server-Sent Events with `stream_format: "sse"`; a long
+//! text is spoken in segments, and its SSE stream says when each one starts
+//! (`speech.progress`).
 
 use axum::extract::{Request, State};
 use axum::http::HeaderValue;
@@ -8,6 +10,7 @@ use lyre_engine::prompt::TextMode;
 
 use super::auth::KeyId;
 use super::error::{read_body, ApiError, JsonObject};
+use super::request::blocking;
 use super::stream::{chunked_body, sse};
 use super::AppState;
 use crate::audio::AudioFormat;
@@ -37,16 +40,19 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     if fields.voice.is_none() {
         return Err(Failure::invalid("voice", "is required").into());
     }
-    let tokens = state.validator().check_text(&input, "input")?;
-    let request = state.validator().build(&fields, Some(&input), TextMode::NonStreaming).map_err(|f| {
-        if f.field.as_deref() == Some("text") {
-            f.with_field("input")
-        } else {
-            f
-        }
-    })?;
+    let prep = state.clone();
+    let (request, tokens, segments) = blocking(move || {
+        let validator = prep.validator();
+        let as_input =
+            |f: Failure| if f.field.as_deref() == Some("text") { f.with_field("input") } else { f };
+        let tokens = validator.check_text(&input, "input")?;
+        let mut request = validator.build(&fields, Some(&input), TextMode::NonStreaming).map_err(as_input)?;
+        let segments = validator.segment(&mut request).map_err(as_input)?;
+        Ok((request, tokens, segments))
+    })
+    .await?;
     let slot = state.keys.acquire(key)?;
-    let span = tracing::info_span!("speech", format = %format);
+    let span = tracing::info_span!("speech", format = %format, segments);
     let handle = state.scheduler.submit(request, span)?;
     match stream_format.as_deref() {
         None | Some("audio") => {
@@ -54,7 +60,7 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
             resp.headers_mut().insert("content-type", HeaderValue::from_static(format.content_type()));
             Ok(resp)
         }
-        Some("sse") => Ok(sse(handle, format, slot, tokens)?.into_response()),
+        Some("sse") => Ok(sse(handle, format, slot, tokens, segments)?.into_response()),
         Some(other) => {
             Err(Failure::invalid("stream_format", format!("`{other}` is not `audio` or `sse`")).into())
         }

@@ -3,15 +3,18 @@
 
 use lyre_engine::checkpoint::config::{ModelConfig, ModelType};
 use lyre_engine::checkpoint::ModelDir;
-use lyre_engine::policy::{check_voice_and_instruct, default_max_frames};
+use lyre_engine::policy::check_voice_and_instruct;
 use lyre_engine::prompt::{prefix_rows, PromptSpec, TextMode, VoiceSpec};
 use lyre_engine::sampling::{SamplingOverrides, SamplingParams};
-use lyre_engine::{SessionRequest, TextInput};
+use lyre_engine::{plan_segments, SegmentLimits, SessionRequest, TextInput};
 
 use crate::config::LimitsSection;
 use crate::errors::{ErrorCode, Failure};
 use crate::protocol::SynthesisFields;
 use crate::voices::VoiceStore;
+
+/// Longest `instruct`, in characters: it is part of every segment's prompt.
+pub const MAX_INSTRUCT_CHARS: usize = 4096;
 
 /// What validation needs to know about the served model.
 pub struct Validator<'a> {
@@ -19,6 +22,8 @@ pub struct Validator<'a> {
     pub limits: &'a LimitsSection,
     /// Stored cloned voices, usable by name (Base models).
     pub voices: Option<&'a VoiceStore>,
+    /// How the engine cuts a long text into segments.
+    pub segments: SegmentLimits,
 }
 
 impl Validator<'_> {
@@ -63,10 +68,9 @@ impl Validator<'_> {
         inline: Option<VoiceSpec>,
     ) -> Result<SessionRequest, Failure> {
         let cfg = &self.model.config;
-        let tokens = match text {
-            Some(t) => self.check_text(t, "text")?,
-            None => self.limits.max_text_chars,
-        };
+        if let Some(t) = text {
+            self.check_text(t, "text")?;
+        }
         let voice = match inline {
             Some(v) => v,
             None => self.resolve_voice(fields.voice.as_deref())?,
@@ -76,10 +80,12 @@ impl Validator<'_> {
             if let Some(tok) = self.model.tokenizer.find_reserved(i) {
                 return Err(Failure::invalid("instruct", format!("contains the reserved token `{tok}`")));
             }
-            if i.chars().count() > self.limits.max_text_chars {
-                return Err(
-                    Failure::new(ErrorCode::TextTooLong, "instruct is too long").with_field("instruct")
-                );
+            if i.chars().count() > MAX_INSTRUCT_CHARS {
+                return Err(Failure::new(
+                    ErrorCode::TextTooLong,
+                    format!("instruct is longer than {MAX_INSTRUCT_CHARS} characters"),
+                )
+                .with_field("instruct"));
             }
         }
         if matches!(voice, VoiceSpec::None) && cfg.tts_model_type == ModelType::CustomVoice {
@@ -108,8 +114,9 @@ impl Validator<'_> {
             }
         };
         let sampling = self.sampling(fields)?;
-        let cap = default_max_frames(tokens, &self.model.generation);
-        let cap = if self.limits.max_frames > 0 { cap.min(self.limits.max_frames) } else { cap };
+        // Each segment is also held to a limit in proportion to its text (the engine's), so
+        // a session that never hears EOS still ends; these caps are on the whole session.
+        let cap = if self.limits.max_frames > 0 { self.limits.max_frames } else { u32::MAX };
         let max_frames = match fields.max_frames {
             Some(0) => return Err(Failure::invalid("max_frames", "must be at least 1")),
             Some(n) => n.min(cap),
@@ -126,7 +133,21 @@ impl Validator<'_> {
             mode,
             sampling,
             max_frames,
+            max_frames_per_segment: None,
         })
+    }
+
+    /// Cuts a whole-text request's text into the segments the engine will speak (see
+    /// [`plan_segments`]) and returns how many there are. Tokenizes the whole text: call it
+    /// off the async threads ([`blocking`]) for long texts.
+    pub fn segment(&self, request: &mut SessionRequest) -> Result<usize, Failure> {
+        if !matches!(request.text, TextInput::Whole(_)) {
+            return Ok(0);
+        }
+        let segments = plan_segments(self.model, self.segments, request).map_err(|e| Failure::from(&e))?;
+        let n = segments.len();
+        request.text = TextInput::Segments(segments);
+        Ok(n)
     }
 
     /// A preset speaker (CustomVoice), a stored cloned voice (Base), or no voice.
@@ -187,4 +208,13 @@ impl Validator<'_> {
 
 fn prompt_speaker_exists(cfg: &ModelConfig, name: &str) -> bool {
     cfg.talker_config.spk_id.contains_key(&name.to_lowercase())
+}
+
+/// Runs CPU-heavy request work (tokenizing and cutting a long text) on tokio's blocking pool.
+pub async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, crate::http::error::ApiError> + Send + 'static,
+) -> Result<T, crate::http::error::ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Failure::new(ErrorCode::EngineError, format!("preparing the request failed: {e}")))?
 }

@@ -12,7 +12,7 @@ use futures_util::stream::{self, Stream};
 use super::auth::KeySlot;
 use crate::audio::{stream_encoder, AudioFormat, FrameEncoder, SAMPLE_RATE};
 use crate::errors::{ErrorCode, Failure};
-use crate::scheduler::{DoneStats, SessionEvent, SessionHandle};
+use crate::scheduler::{DoneStats, FrameEvent, SessionEvent, SessionHandle};
 
 /// A finished session's output.
 #[derive(Debug)]
@@ -55,7 +55,19 @@ struct Streaming {
     handle: SessionHandle,
     encoder: Box<dyn FrameEncoder>,
     done: bool,
+    /// Report each segment's start ([`Piece::Segment`]) before its audio.
+    report_segments: bool,
+    /// The segment of the last frame, and a frame held back while its segment is reported.
+    segment: Option<u32>,
+    held: Option<FrameEvent>,
     _slot: KeySlot,
+}
+
+/// What a stream yields next.
+enum Piece {
+    Audio(Vec<u8>),
+    /// The frames that follow belong to this segment.
+    Segment(u32),
 }
 
 impl Streaming {
@@ -63,30 +75,53 @@ impl Streaming {
     /// only way a chunked HTTP body can report a failure after its status was sent; it is
     /// counted here, as an error response is where it is sent.
     async fn next_chunk(&mut self) -> Option<Result<Vec<u8>, Failure>> {
-        let chunk = self.read_chunk().await;
-        if let Some(Err(f)) = &chunk {
-            f.code.count();
+        loop {
+            match self.next_piece().await? {
+                Ok(Piece::Audio(b)) => return Some(Ok(b)),
+                Ok(Piece::Segment(_)) => {}
+                Err(f) => return Some(Err(f)),
+            }
         }
-        chunk
     }
 
-    async fn read_chunk(&mut self) -> Option<Result<Vec<u8>, Failure>> {
+    /// [`Streaming::next_chunk`], with each segment's start reported before its first audio
+    /// when `report_segments` is set; a failure is counted.
+    async fn next_piece(&mut self) -> Option<Result<Piece, Failure>> {
+        let piece = self.read_piece().await;
+        if let Some(Err(f)) = &piece {
+            f.code.count();
+        }
+        piece
+    }
+
+    async fn read_piece(&mut self) -> Option<Result<Piece, Failure>> {
+        if let Some(f) = self.held.take() {
+            if let Some(piece) = self.encode(&f) {
+                return Some(piece);
+            }
+        }
         if self.done {
             return None;
         }
         loop {
             match self.handle.recv().await {
                 Some(SessionEvent::Started { .. }) => {}
-                Some(SessionEvent::Frame(f)) => match self.encoder.push(&f.pcm) {
-                    Ok(b) if b.is_empty() => {}
-                    Ok(b) => return Some(Ok(b)),
-                    Err(e) => return Some(Err(Failure::new(ErrorCode::EncoderError, e.to_string()))),
-                },
+                Some(SessionEvent::Frame(f)) => {
+                    if self.report_segments && self.segment != Some(f.segment) {
+                        self.segment = Some(f.segment);
+                        let segment = f.segment;
+                        self.held = Some(f);
+                        return Some(Ok(Piece::Segment(segment)));
+                    }
+                    if let Some(piece) = self.encode(&f) {
+                        return Some(piece);
+                    }
+                }
                 Some(SessionEvent::Done(_)) => {
                     self.done = true;
                     return match self.encoder.finish() {
                         Ok(b) if b.is_empty() => None,
-                        Ok(b) => Some(Ok(b)),
+                        Ok(b) => Some(Ok(Piece::Audio(b))),
                         Err(e) => Some(Err(Failure::new(ErrorCode::EncoderError, e.to_string()))),
                     };
                 }
@@ -103,10 +138,29 @@ impl Streaming {
     }
 }
 
+impl Streaming {
+    /// A frame's encoded audio (`None` while the encoder buffers it).
+    fn encode(&mut self, f: &FrameEvent) -> Option<Result<Piece, Failure>> {
+        match self.encoder.push(&f.pcm) {
+            Ok(b) if b.is_empty() => None,
+            Ok(b) => Some(Ok(Piece::Audio(b))),
+            Err(e) => Some(Err(Failure::new(ErrorCode::EncoderError, e.to_string()))),
+        }
+    }
+}
+
 fn streaming(handle: SessionHandle, format: AudioFormat, slot: KeySlot) -> Result<Streaming, Failure> {
     let encoder = stream_encoder(format, SAMPLE_RATE)
         .map_err(|e| Failure::invalid("response_format", e.to_string()))?;
-    Ok(Streaming { handle, encoder, done: false, _slot: slot })
+    Ok(Streaming {
+        handle,
+        encoder,
+        done: false,
+        report_segments: false,
+        segment: None,
+        held: None,
+        _slot: slot,
+    })
 }
 
 /// Encoded audio sent chunk by chunk as frames are generated.
@@ -120,22 +174,29 @@ pub fn chunked_body(handle: SessionHandle, format: AudioFormat, slot: KeySlot) -
 }
 
 /// OpenAI's `stream_format: "sse"`: `speech.audio.delta` events with base64 audio, then
-/// `speech.audio.done` with usage, or an `error` event.
+/// `speech.audio.done` with usage, or an `error` event. A text spoken in several segments also
+/// gets `speech.progress` (`segment` of `segments`) as each segment's audio begins.
 pub fn sse(
     handle: SessionHandle,
     format: AudioFormat,
     slot: KeySlot,
     input_tokens: usize,
+    segments: usize,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Failure> {
-    let state = (streaming(handle, format, slot)?, false);
+    let mut streaming = streaming(handle, format, slot)?;
+    streaming.report_segments = segments > 1;
+    let state = (streaming, false);
     let events = stream::unfold(state, move |(mut s, finished)| async move {
         if finished {
             return None;
         }
         let b64 = base64::engine::general_purpose::STANDARD;
-        let (json, last) = match s.next_chunk().await {
-            Some(Ok(bytes)) => {
+        let (json, last) = match s.next_piece().await {
+            Some(Ok(Piece::Audio(bytes))) => {
                 (serde_json::json!({ "type": "speech.audio.delta", "audio": b64.encode(bytes) }), false)
+            }
+            Some(Ok(Piece::Segment(i))) => {
+                (serde_json::json!({ "type": "speech.progress", "segment": i, "segments": segments }), false)
             }
             Some(Err(f)) => {
                 (serde_json::json!({ "type": "error", "error": super::error::error_body(&f)["error"] }), true)

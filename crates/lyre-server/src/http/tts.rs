@@ -1,11 +1,14 @@
-//! `POST /v1/tts`: Lyre's own whole-clip endpoint.
+//! `POST /v1/tts`: Lyre's own whole-clip endpoint. A clip no longer than one segment can be
+//! (`engine.max_positions` frames) is sent whole, with its frame count, finish reason and codes
+//! fingerprint in headers; a longer text streams chunk by chunk as it is generated, in every
+//! format, so memory does not grow with the text.
 
 use std::time::Duration;
 
 use super::auth::KeyId;
 use super::error::{read_body, ApiError, JsonObject};
-use super::request::Validator;
-use super::stream::collect;
+use super::request::{blocking, Validator};
+use super::stream::{chunked_body, collect};
 use super::AppState;
 use crate::audio::{encode_clip, AudioFormat, SAMPLE_RATE};
 use crate::errors::{ErrorCode, Failure};
@@ -20,19 +23,36 @@ use lyre_engine::SessionRequest;
 pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let key = req.extensions().get::<KeyId>().copied();
     let bytes = read_body(req, state.config.server.max_body_bytes).await?;
-    let (request, format) = parse_request(&state.validator(), &bytes)?;
-    let _slot = state.keys.acquire(key)?;
-    let span = tracing::info_span!("tts", format = %format);
+    let prep = state.clone();
+    let (request, format, segments) = blocking(move || {
+        let validator = prep.validator();
+        let (mut request, format) = parse_request(&validator, &bytes)?;
+        let segments = validator.segment(&mut request)?;
+        Ok((request, format, segments))
+    })
+    .await?;
+    let slot = state.keys.acquire(key)?;
+    let whole = segments <= 1 || request.max_frames as usize <= state.config.engine.max_positions;
+    let span = tracing::info_span!("tts", format = %format, segments);
     let mut handle = state.scheduler.submit(request, span)?;
+    if !whole {
+        let mut resp = chunked_body(handle, format, slot)?.into_response();
+        let h = resp.headers_mut();
+        h.insert("content-type", HeaderValue::from_static(format.content_type()));
+        h.insert("x-lyre-segments", HeaderValue::from(segments));
+        return Ok(resp);
+    }
     let clip = collect(&mut handle, Duration::from_secs(state.config.server.request_timeout_s)).await?;
     let audio = encode_clip(format, &clip.samples, SAMPLE_RATE)
         .map_err(|e| Failure::new(ErrorCode::EncoderError, e.to_string()))?;
+    drop(slot);
     let mut resp = Body::from(audio).into_response();
     let h = resp.headers_mut();
     h.insert("content-type", HeaderValue::from_static(format.content_type()));
     h.insert("x-lyre-frames", HeaderValue::from(clip.stats.frames));
     h.insert("x-lyre-finish-reason", HeaderValue::from_static(clip.stats.reason_str()));
     h.insert("x-lyre-ttfa-ms", HeaderValue::from(clip.stats.ttfa_ms.round() as u64));
+    h.insert("x-lyre-segments", HeaderValue::from(segments.max(1)));
     if let Ok(v) = HeaderValue::from_str(&codes_fingerprint(&clip.codes)) {
         h.insert("x-lyre-codes-fnv1a", v);
     }

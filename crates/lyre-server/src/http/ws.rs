@@ -40,8 +40,9 @@ struct Active {
     encoder: Option<Box<dyn FrameEncoder>>,
     format: &'static str,
     send_codes: bool,
-    text_chars: usize,
     text_ended: bool,
+    /// The segment of the last frame sent.
+    segment: u32,
     _slot: KeySlot,
 }
 
@@ -171,8 +172,8 @@ impl Connection {
             encoder,
             format,
             send_codes: start.codes,
-            text_chars: 0,
             text_ended: false,
+            segment: 0,
             _slot: slot,
         });
         if let Some(text) = start.text.filter(|t| !t.is_empty()) {
@@ -182,25 +183,18 @@ impl Connection {
         Ok(())
     }
 
+    /// More text. A stream's text has no total limit: it rolls over to a new utterance at a
+    /// sentence end before the cache fills (one message is bounded by
+    /// `limits.max_ws_message_bytes`).
     fn append(&mut self, text: String) -> Result<(), Failure> {
-        let max = self.state.config.limits.max_text_chars;
         let model = self.state.model.clone();
         let s = self.session.as_mut().ok_or_else(no_session)?;
         if s.text_ended {
             return Err(Failure::new(ErrorCode::TextEnded, "text came after `end`"));
         }
-        let chars = text.chars().count();
-        if s.text_chars + chars > max {
-            return Err(Failure::new(
-                ErrorCode::TextTooLong,
-                format!("the session's text exceeds {max} characters"),
-            )
-            .with_field("text"));
-        }
         if let Some(tok) = model.tokenizer.find_reserved(&text) {
             return Err(Failure::invalid("text", format!("contains the reserved token `{tok}`")));
         }
-        s.text_chars += chars;
         s.handle.append_text(text)
     }
 
@@ -227,6 +221,14 @@ impl Connection {
                 self.reply(sink, &msg).await
             }
             Some(SessionEvent::Frame(f)) => {
+                if f.segment != s.segment {
+                    s.segment = f.segment;
+                    if let Flow::Close = self.reply(sink, &ServerMessage::Segment { index: f.segment }).await
+                    {
+                        return Flow::Close;
+                    }
+                }
+                let Some(s) = self.session.as_mut() else { return Flow::Continue };
                 let bytes = match s.encoder.as_mut() {
                     Some(enc) => match enc.push(&f.pcm) {
                         Ok(b) => b,

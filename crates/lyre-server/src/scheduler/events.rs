@@ -19,6 +19,8 @@ pub enum SessionEvent {
 #[derive(Debug, Clone)]
 pub struct FrameEvent {
     pub index: u32,
+    /// The segment of a long text (or utterance of a stream) the frame belongs to: 0, 1, ...
+    pub segment: u32,
     pub codes: [u16; 16],
     /// 1920 samples at 24 kHz.
     pub pcm: Vec<f32>,

@@ -1,7 +1,6 @@
 //! The seam between the worker and the engine: what the worker asks of it. [`Engine`] is the
 //! real one; the scheduler's unit tests drive the worker with a small fake instead.
 
-use lyre_engine::checkpoint::config::GenerationConfig;
 use lyre_engine::{Engine, EngineError, SessionId, SessionRequest, StepOutput};
 
 pub trait SessionEngine {
@@ -10,10 +9,6 @@ pub trait SessionEngine {
     /// More text for a session started with streamed text.
     fn append_text(&mut self, id: SessionId, text: &str) -> Result<(), EngineError>;
     fn end_text(&mut self, id: SessionId) -> Result<(), EngineError>;
-    /// Text tokens received so far (`None` for an unknown session).
-    fn text_tokens(&self, id: SessionId) -> Option<usize>;
-    /// Lowers a session's frame limit.
-    fn cap_frames(&mut self, id: SessionId, max_frames: u32);
     /// Ends a session now and frees its slot; unknown ids are ignored.
     fn cancel(&mut self, id: SessionId);
     /// Sessions holding a slot.
@@ -22,8 +17,6 @@ pub trait SessionEngine {
     fn has_work(&self) -> bool;
     /// One tick: a frame (or an end) for every session that has input.
     fn step(&mut self) -> Result<Vec<StepOutput>, EngineError>;
-    /// The checkpoint's generation defaults (they set the frame limit of streamed text).
-    fn generation(&self) -> &GenerationConfig;
 }
 
 impl SessionEngine for Engine {
@@ -37,14 +30,6 @@ impl SessionEngine for Engine {
 
     fn end_text(&mut self, id: SessionId) -> Result<(), EngineError> {
         Engine::end_text(self, id)
-    }
-
-    fn text_tokens(&self, id: SessionId) -> Option<usize> {
-        Engine::text_tokens(self, id)
-    }
-
-    fn cap_frames(&mut self, id: SessionId, max_frames: u32) {
-        Engine::cap_frames(self, id, max_frames)
     }
 
     fn cancel(&mut self, id: SessionId) {
@@ -61,9 +46,5 @@ impl SessionEngine for Engine {
 
     fn step(&mut self) -> Result<Vec<StepOutput>, EngineError> {
         Engine::step(self)
-    }
-
-    fn generation(&self) -> &GenerationConfig {
-        &self.model().generation
     }
 }

@@ -9,8 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use lyre_engine::policy::default_max_frames;
-use lyre_engine::{EngineError, FinishReason, SessionId, SessionRequest, StepOutput};
+use lyre_engine::{EngineError, FinishReason, SessionRequest, StepOutput};
 use tokio::sync::mpsc;
 
 use super::command::{Command, PendingStart, TextOp};
@@ -167,19 +166,11 @@ impl<E: SessionEngine> Worker<E> {
         let id = live.engine_id;
         let result = match op {
             TextOp::Append(t) => self.engine.append_text(id, &t),
-            TextOp::End => self.engine.end_text(id).map(|()| self.cap_by_text(id)),
+            // The engine holds each utterance to a frame limit in proportion to its text.
+            TextOp::End => self.engine.end_text(id),
         };
         if let Err(e) = result {
             self.fail(sid, Failure::from(&e));
-        }
-    }
-
-    /// Streamed text is only counted once it ends: then the same text-proportional frame
-    /// limit applies as for whole text (5 s + 1 s per token), so no prompt runs for ever.
-    fn cap_by_text(&mut self, id: SessionId) {
-        if let Some(tokens) = self.engine.text_tokens(id) {
-            let cap = default_max_frames(tokens, self.engine.generation());
-            self.engine.cap_frames(id, cap);
         }
     }
 
@@ -264,8 +255,12 @@ impl<E: SessionEngine> Worker<E> {
             metrics::counter!("lyre_frames_total").increment(1);
             // Counters are integers; audio time is tracked as a monotonic float gauge.
             metrics::gauge!("lyre_audio_seconds_total").increment(0.08);
-            let ev =
-                SessionEvent::Frame(FrameEvent { index: frame.index, codes: frame.codes, pcm: frame.pcm });
+            let ev = SessionEvent::Frame(FrameEvent {
+                index: frame.index,
+                segment: frame.segment,
+                codes: frame.codes,
+                pcm: frame.pcm,
+            });
             match live.sink.try_send(ev) {
                 Ok(()) => {}
                 // The client went away between its last read and this frame.

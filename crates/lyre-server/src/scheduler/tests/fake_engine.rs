@@ -6,14 +6,12 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use lyre_engine::checkpoint::config::GenerationConfig;
 use lyre_engine::{EngineError, FinishReason, Frame, SessionId, SessionRequest, StepOutput, TextInput};
 
 use crate::scheduler::SessionEngine;
 
 pub struct FakeEngine {
     state: Arc<Mutex<FakeState>>,
-    generation: GenerationConfig,
 }
 
 #[derive(Default)]
@@ -49,7 +47,7 @@ impl FakeSession {
 impl FakeEngine {
     pub fn new(slots: usize) -> (Self, Arc<Mutex<FakeState>>) {
         let state = Arc::new(Mutex::new(FakeState { slots, ..FakeState::default() }));
-        (FakeEngine { state: state.clone(), generation: GenerationConfig::default() }, state)
+        (FakeEngine { state: state.clone() }, state)
     }
 
     fn state(&self) -> MutexGuard<'_, FakeState> {
@@ -73,6 +71,7 @@ impl SessionEngine for FakeEngine {
         let mut s = self.state();
         let (label, streamed) = match request.text {
             TextInput::Whole(text) => (text, false),
+            TextInput::Segments(segments) => (segments.join(" "), false),
             TextInput::Streamed => ("streamed".to_string(), true),
         };
         if label == "refuse" || s.sessions.len() >= s.slots {
@@ -106,16 +105,6 @@ impl SessionEngine for FakeEngine {
         Ok(())
     }
 
-    fn text_tokens(&self, id: SessionId) -> Option<usize> {
-        self.state().sessions.get(&id).map(|s| s.words.len())
-    }
-
-    fn cap_frames(&mut self, id: SessionId, max_frames: u32) {
-        if let Some(s) = self.state().sessions.get_mut(&id) {
-            s.max_frames = s.max_frames.min(max_frames.max(1));
-        }
-    }
-
     fn cancel(&mut self, id: SessionId) {
         let mut s = self.state();
         if s.sessions.remove(&id).is_some() {
@@ -147,7 +136,7 @@ impl SessionEngine for FakeEngine {
             } else {
                 let index = session.frames;
                 session.frames += 1;
-                let frame = Frame { index, codes: [index as u16; 16], pcm: vec![0.0; 4] };
+                let frame = Frame { index, segment: 0, codes: [index as u16; 16], pcm: vec![0.0; 4] };
                 let done = (session.frames >= session.max_frames).then_some(FinishReason::MaxFrames);
                 outs.push(out(Some(frame), done));
             }
@@ -156,9 +145,5 @@ impl SessionEngine for FakeEngine {
             s.sessions.remove(&o.id);
         }
         Ok(outs)
-    }
-
-    fn generation(&self) -> &GenerationConfig {
-        &self.generation
     }
 }

@@ -84,6 +84,7 @@ fn request(text: TextInput, mode: TextMode, max_frames: u32) -> SessionRequest {
         mode,
         sampling: SamplingParams::from_generation_config(&GenerationConfig::default(), 0),
         max_frames,
+        max_frames_per_segment: None,
     }
 }
 
