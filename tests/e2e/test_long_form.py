@@ -10,6 +10,8 @@ import asyncio
 import base64
 import json
 import re
+import threading
+import time
 
 import httpx
 import pytest
@@ -106,16 +108,37 @@ def test_sse_reports_each_segment(long_server):
 
 def test_memory_does_not_grow_with_the_text(long_server):
     def speak(n):
-        with httpx.stream("POST", long_server.url + "/v1/tts", json={"text": sentences(n), "format": "wav", **SAY},
-                          timeout=600) as r:
-            assert r.status_code == 200
-            return sum(len(chunk) for chunk in r.iter_bytes())
-    # Warm up (first use of each path allocates), then a short text and one 20 times longer.
+        """Speaks n sentences; returns the audio bytes and the server's peak RSS meanwhile."""
+        peak, done = [rss_kib(long_server)], threading.Event()
+
+        def watch():
+            while not done.is_set():
+                peak.append(rss_kib(long_server))
+                time.sleep(0.01)
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            with httpx.stream("POST", long_server.url + "/v1/tts",
+                              json={"text": sentences(n), "format": "wav", **SAY}, timeout=600) as r:
+                assert r.status_code == 200
+                size = sum(len(chunk) for chunk in r.iter_bytes())
+        finally:
+            done.set()
+            watcher.join()
+        return size, max(peak)
+
+    # Warm up (the first use of each path allocates), then a short text and one 20 times longer.
     speak(2)
     speak(2)
+    speak(2)
+    before = rss_kib(long_server)
+    _, short_peak = speak(2)
     short = rss_kib(long_server)
-    assert speak(40) - 44 == 40 * FRAMES_PER_SENTENCE * FRAME_BYTES
+    size, long_peak = speak(40)
     long = rss_kib(long_server)
-    print(f"\nserver RSS after 2 sentences: {short} KiB; after 40 sentences: {long} KiB "
-          f"({(long - short) / short:+.2%})")
+    assert size - 44 == 40 * FRAMES_PER_SENTENCE * FRAME_BYTES
+    print(f"\nserver RSS (KiB) before: {before}; after 2 sentences: {short} (peak {short_peak}); "
+          f"after 40 sentences: {long} (peak {long_peak}); the 40 sentences' WAV: {size // 1024} KiB")
     assert abs(long - short) <= 0.05 * short, (short, long)
+    # Holding the clip (f32 samples, or its encoding) would take at least its WAV's size.
+    assert long_peak - before < size / 1024, (before, long_peak, size)
