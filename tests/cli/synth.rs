@@ -166,7 +166,7 @@ fn synth_decodes_given_codes_to_the_reference_waveform() {
 fn synth_speaks_a_text_file_in_segments_with_progress() {
     let text = temp("chapter.txt");
     let sentence = "Hello world, this is a test.";
-    std::fs::write(&text, vec![sentence; 6].join(" ")).unwrap();
+    std::fs::write(&text, [sentence; 6].join(" ")).unwrap();
     let (out, codes) = (temp("chapter.flac"), temp("chapter.json"));
     let model = fixture("tiny-custom-voice");
     let o = lyre(&[
