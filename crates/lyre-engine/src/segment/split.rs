@@ -55,6 +55,13 @@ impl Packer<'_, '_> {
     }
 }
 
+/// More bytes than any text token spans: a piece longer than this many bytes per token of room
+/// left cannot fit, so only its head is searched for a cut.
+const MAX_TOKEN_BYTES: usize = 64;
+
+/// The least of a long piece looked at for a place to cut.
+const HEAD_BYTES: usize = 16 << 10;
+
 /// Where to end an utterance whose text is streaming in, within the next `piece`: `used` units
 /// are already in the utterance, `context` is the text just before `piece` (so a sentence mark
 /// at the end of the last piece is seen). `None` keeps the whole piece in this utterance.
@@ -62,6 +69,8 @@ impl Packer<'_, '_> {
 /// From half the budget on, the utterance ends at the first sentence end; past the budget, at
 /// the best place that keeps it within budget (or just past the first word when none does).
 /// A cut at 0 ends the utterance before `piece`, when the boundary falls exactly there.
+/// `measure` runs a few times on prefixes of at most `MAX_TOKEN_BYTES` per unit of room, so a
+/// long piece costs little more than a short one.
 pub fn rollover_cut(
     context: &str,
     piece: &str,
@@ -69,7 +78,13 @@ pub fn rollover_cut(
     budget: usize,
     measure: &mut dyn FnMut(&str) -> usize,
 ) -> Option<usize> {
-    let joined = format!("{context}{piece}");
+    let window = budget.saturating_sub(used).saturating_mul(MAX_TOKEN_BYTES);
+    // Only the piece's head is looked at: a cut is needed within it, or just past one word.
+    let mut head = window.max(HEAD_BYTES).min(piece.len());
+    while !piece.is_char_boundary(head) {
+        head += 1;
+    }
+    let joined = format!("{context}{}", &piece[..head]);
     let in_piece = |level: Level| -> Vec<usize> {
         cuts(&joined, level)
             .into_iter()
@@ -84,15 +99,16 @@ pub fn rollover_cut(
             return Some(at);
         }
     }
-    if used + measure(piece) <= budget {
+    if piece.len() <= window && used + measure(piece) <= budget {
         return None;
     }
-    let fitting = |level: Level, measure: &mut dyn FnMut(&str) -> usize| {
-        in_piece(level)
-            .into_iter()
-            .filter(usable)
-            .take_while(|&at| used + measure(&piece[..at]) <= budget)
-            .last()
+    // The last cut of `level` that keeps the utterance within budget (binary search: a longer
+    // prefix never measures less).
+    let mut fitting = |level: Level, measure: &mut dyn FnMut(&str) -> usize| {
+        let candidates: Vec<usize> =
+            in_piece(level).into_iter().filter(usable).filter(|&at| at <= window).collect();
+        let n = candidates.partition_point(|&at| used + measure(&piece[..at]) <= budget);
+        n.checked_sub(1).map(|i| candidates[i])
     };
     for level in [Level::Sentence, Level::Clause, Level::Space, Level::Unspaced] {
         if let Some(at) = fitting(level, measure) {
@@ -155,5 +171,14 @@ mod tests {
         assert_eq!(rollover_cut("x", "aaaa bbbb", 16, 16, m), Some(5));
         // One long word: only the last resort fits.
         assert_eq!(rollover_cut("", "aaaa", 0, 2, m), Some(2));
+        // A long piece is cut within its head, at its last sentence end that fits.
+        let long = "One two three. ".repeat(10_000);
+        let mut calls = 0;
+        let at = rollover_cut("", &long, 0, 100, &mut |s| {
+            calls += 1;
+            s.chars().count()
+        });
+        assert_eq!(at, Some(90));
+        assert!(calls < 40, "{calls} measurements");
     }
 }
