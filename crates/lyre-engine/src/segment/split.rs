@@ -104,7 +104,7 @@ pub fn rollover_cut(
     }
     // The last cut of `level` that keeps the utterance within budget (binary search: a longer
     // prefix never measures less).
-    let mut fitting = |level: Level, measure: &mut dyn FnMut(&str) -> usize| {
+    let fitting = |level: Level, measure: &mut dyn FnMut(&str) -> usize| {
         let candidates: Vec<usize> =
             in_piece(level).into_iter().filter(usable).filter(|&at| at <= window).collect();
         let n = candidates.partition_point(|&at| used + measure(&piece[..at]) <= budget);
