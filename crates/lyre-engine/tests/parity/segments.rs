@@ -209,3 +209,23 @@ fn a_long_stream_rolls_over_at_sentence_ends() {
     assert_eq!(utterances, 6, "two sentences per utterance");
     assert_eq!(got.segments.len(), 6 * 16);
 }
+
+/// A model that never says EOS still ends each segment, at 5 s + 1 s per text token of that
+/// segment, and goes on with the next.
+#[test]
+fn each_segment_is_held_to_its_own_runaway_limit() {
+    let mut engine = engine_from("tiny-custom-voice", small(256));
+    let mut req = case_request("tiny-custom-voice", "e2e_cv_nonstream_english_vivian", &engine).unwrap();
+    let segments = ["Hi.", "Yes, of course."];
+    req.text = TextInput::Segments(segments.iter().map(|s| s.to_string()).collect());
+    req.max_frames = u32::MAX;
+    req.sampling.ignore_eos = true;
+    let got = speak(&mut engine, req);
+    assert_eq!(got.finished, Some(FinishReason::MaxFrames));
+    for (i, text) in segments.iter().enumerate() {
+        let tokens = engine.model().tokenizer.assistant_text_ids(text).unwrap().len() - 8;
+        let limit = lyre_engine::policy::default_max_frames(tokens, &engine.model().generation);
+        let frames = got.segments.iter().filter(|&&s| s == i as u32).count();
+        assert_eq!(frames as u32, limit, "segment {i} ({tokens} tokens)");
+    }
+}
