@@ -169,6 +169,7 @@ fn request(case: &Case, text: &str, sampling: SamplingParams, max_frames: u32) -
         mode: TextMode::NonStreaming,
         sampling,
         max_frames,
+        max_frames_per_segment: Some(max_frames),
     }
 }
 
