@@ -13,7 +13,8 @@ pub const SOURCE: KernelSource =
 struct Params {
     eos: u32,
     dump_slot: u32,
-    _pad: [u32; 2],
+    session_words: u32,
+    _pad: u32,
 }
 
 pub struct DecoderRedirect<'a> {
@@ -32,7 +33,8 @@ pub struct DecoderRedirect<'a> {
 
 impl DecoderRedirect<'_> {
     pub fn build(&self, env: &Env) -> Dispatch {
-        let params = Params { eos: self.eos, dump_slot: self.dump_slot, _pad: [0; 2] };
+        let session_words = (std::mem::size_of::<crate::sampling::SessionDesc>() / 4) as u32;
+        let params = Params { eos: self.eos, dump_slot: self.dump_slot, session_words, _pad: 0 };
         let pipeline = env.ctx.pipeline(SOURCE, &[]);
         let uniform = env.ctx.uniform(self.label, &params);
         let bind_group = env.ctx.bind_group(

@@ -7,13 +7,14 @@
 struct Params {
     eos: u32,
     dump_slot: u32,
-    _pad0: u32,
-    _pad1: u32,
+    // u32 words per `SessionDesc`.
+    session_words: u32,
+    _pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> counts: array<u32>;
-// The decoder's `SessionDesc` rows (16 u32, slot first).
+// The decoder's `SessionDesc` rows (`session_words` u32 each, slot first).
 @group(0) @binding(2) var<storage, read_write> sessions: array<u32>;
 // `[session][16]` codes of this tick.
 @group(0) @binding(3) var<storage, read> codes: array<u32>;
@@ -25,9 +26,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (s >= counts[1]) {
         return;
     }
-    let slot = sessions[s * 16u];
+    let slot = sessions[s * p.session_words];
     if (ended[slot] != 0u || codes[s * 16u] == p.eos) {
         ended[slot] = 1u;
-        sessions[s * 16u] = p.dump_slot;
+        sessions[s * p.session_words] = p.dump_slot;
     }
 }

@@ -102,3 +102,17 @@ pub(crate) fn check_groups(label: &str, groups: u32) -> Result<u32> {
     }
     Ok(groups)
 }
+
+#[cfg(test)]
+mod tests {
+    /// The WGSL side steps through the sessions buffer by the size of `SessionDesc`.
+    #[test]
+    fn the_session_stride_is_the_size_of_a_session_descriptor() {
+        let words = std::mem::size_of::<crate::sampling::SessionDesc>() / 4;
+        let wgsl = include_str!("seq_view.wgsl");
+        assert!(
+            wgsl.contains(&format!("const SESSION_WORDS: u32 = {words}u;")),
+            "SessionDesc has {words} words"
+        );
+    }
+}

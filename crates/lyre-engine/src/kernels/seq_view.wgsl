@@ -5,7 +5,7 @@
 // * ring (kind 1): `[slot][len][stride]`, one ring per state slot; the session's absolute row
 //   `frame * spf + t` lives at row `(frame * spf + t) mod len` of its slot, so a negative `t`
 //   reads history that earlier steps wrote.
-// Sessions are the engine's `SessionDesc` rows (16 u32: slot at 0, frame index at 2).
+// Sessions are the engine's `SessionDesc` rows (32 u32: slot at 0, frame index at 2).
 
 struct View {
     kind: u32,
@@ -17,7 +17,7 @@ struct View {
 @group(0) @binding(1) var<storage, read> counts: array<u32>;
 @group(0) @binding(2) var<storage, read> sessions: array<u32>;
 
-const SESSION_WORDS: u32 = 16u;
+const SESSION_WORDS: u32 = 32u;
 const SESSIONS_COUNT: u32 = 1u;
 
 fn n_sessions() -> u32 {
