@@ -3,6 +3,12 @@
 # The 30-minute soak is separate: scripts/soak.py --minutes 30.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# The voice-store fault tests start throw-away PostgreSQL clusters (tests/e2e/postgres.py).
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! dpkg -s postgresql >/dev/null 2>&1; then
+  echo "== installing postgresql"
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+fi
 python3 -m pip install -q --disable-pip-version-check -r tests/e2e/requirements.txt
 cargo test --locked -p lyre-server --test hostile_input
 LYRE_BIN="${LYRE_BIN:-$PWD/target/debug/lyre}" python3 -m pytest -q -o faulthandler_timeout=600 tests/reliability

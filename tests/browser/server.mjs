@@ -31,6 +31,8 @@ export class Server {
         LYRE_ENGINE_MAX_ROWS_PER_TICK: "256",
         LYRE_SERVER_DRAIN_TIMEOUT_S: "5",
         LYRE_LOG: "info",
+        // Its own voice database, not one in the working directory.
+        LYRE_VOICES_DIR: mkdtempSync(join(tmpdir(), "lyre-browser-voices-")),
         ...env,
       },
       stdio: ["ignore", "ignore", "pipe"],

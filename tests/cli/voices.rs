@@ -1,5 +1,6 @@
 //! `lyre synth` with cloned voices: a stored voice (`--voice` + `--voices-dir`, written here from
-//! the fixture's stored encoder outputs), and the mistakes that are caught before any encoder.
+//! the fixture's stored encoder outputs, or the voice database), the mistakes that are caught
+//! before any encoder, and `lyre voices list|delete|import|tenants`.
 
 use crate::support::*;
 
@@ -95,8 +96,8 @@ fn synth_names_cloning_mistakes() {
     assert!(err.contains("/nonexistent/clip.wav"), "{err}");
 }
 
-/// Without --voices-dir, `--voice` reads the server's `voices.dir` (here from LYRE_VOICES_DIR,
-/// as `lyre serve` would).
+/// Without --voices-dir, `--voice` reads the server's voice database, into which the voice files
+/// of `voices.dir` (here from LYRE_VOICES_DIR) are imported as `lyre serve` would.
 #[test]
 fn synth_finds_stored_voices_through_the_config() {
     let dir = temp("voices-env");
@@ -129,4 +130,75 @@ fn synth_finds_stored_voices_through_the_config() {
     assert_eq!(read_codes(&out), ref_codes("tiny-base", "e2e_base_icl_stream_english"));
     std::fs::remove_file(out).unwrap();
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `lyre voices ...` with a clean environment and the given variables.
+fn voices_cmd(env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lyre"));
+    cmd.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).arg("voices").args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn text(o: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[test]
+fn operators_list_import_and_delete_voices_per_tenant() {
+    let files = temp("voice-files");
+    write_voice(&files, "okay", "e2e_base_icl_stream_english");
+    write_voice(&files, "other", "e2e_base_icl_stream_english");
+    let db = temp("voices-db");
+    let url = format!("sqlite://{}/voices.db", db.display());
+    let dir = temp("voices-dir-empty");
+    let base: Vec<(&str, &str)> = vec![("LYRE_VOICES_DIR", dir.to_str().unwrap())];
+    let tenants =
+        [base.clone(), vec![("LYRE_AUTH_TENANTS", "acme: acme-key-0001; beta: beta-key-0001")]].concat();
+
+    // Several tenants: an import must name one.
+    let o = voices_cmd(&tenants, &["--database", &url, "import", files.to_str().unwrap()]);
+    assert!(!o.status.success() && text(&o).contains("--tenant"), "{}", text(&o));
+    let o =
+        voices_cmd(&tenants, &["--database", &url, "import", files.to_str().unwrap(), "--tenant", "acme"]);
+    assert!(o.status.success() && text(&o).contains("2 imported"), "{}", text(&o));
+    let o =
+        voices_cmd(&tenants, &["--database", &url, "import", files.to_str().unwrap(), "--tenant", "acme"]);
+    assert!(text(&o).contains("0 imported, 2 imported before"), "once: {}", text(&o));
+    let o =
+        voices_cmd(&tenants, &["--database", &url, "import", files.to_str().unwrap(), "--tenant", "beta"]);
+    assert!(text(&o).contains("2 imported"), "{}", text(&o));
+
+    let o = voices_cmd(&tenants, &["--database", &url, "list"]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let rows: Vec<Vec<&str>> = out.lines().skip(1).map(|l| l.split_whitespace().take(2).collect()).collect();
+    assert_eq!(rows, [["acme", "okay"], ["acme", "other"], ["beta", "okay"], ["beta", "other"]], "{out}");
+    let o = voices_cmd(&tenants, &["--database", &url, "delete", "okay", "--tenant", "beta"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = voices_cmd(&tenants, &["--database", &url, "delete", "okay", "--tenant", "beta"]);
+    assert!(!o.status.success() && text(&o).contains("no voice `okay`"), "{}", text(&o));
+    let o = voices_cmd(&tenants, &["--database", &url, "list", "--tenant", "beta"]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(out.lines().count(), 2, "a header and beta's `other`: {out}");
+    assert!(out.contains("other") && !out.contains("acme"), "{out}");
+
+    // The tenants, never the keys.
+    let keys = [tenants.clone(), vec![("LYRE_AUTH_API_KEYS", "solo-key-1234")]].concat();
+    let o = voices_cmd(&keys, &["tenants"]);
+    let out = text(&o);
+    assert!(
+        o.status.success() && out.contains("acme\t1 key(s)") && out.contains("key-645339ae2a821c63"),
+        "{out}"
+    );
+    assert!(!out.contains("acme-key-0001") && !out.contains("solo-key-1234"), "{out}");
+    // One tenant (no keys): it is the default.
+    let o = voices_cmd(&base, &["--database", &url, "import", files.to_str().unwrap()]);
+    assert!(text(&o).contains("tenant `default`: 2 imported"), "{}", text(&o));
+    let o = voices_cmd(&base, &["--database", "mysql://x@y/z", "list"]);
+    assert!(!o.status.success() && text(&o).contains("voices.database"), "{}", text(&o));
+    for d in [files, db, dir] {
+        let _ = std::fs::remove_dir_all(d);
+    }
 }

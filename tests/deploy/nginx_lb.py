@@ -6,6 +6,7 @@ changed.
 """
 
 import importlib.util
+import os
 import re
 import shutil
 import socket
@@ -80,7 +81,10 @@ class Nginx:
                               ("uwsgi", "uwsgi"), ("scgi", "scgi")]
         )
         (tmp / "nginx.conf").write_text(
-            f"worker_processes 2;\npid {tmp}/nginx.pid;\nerror_log {tmp}/error.log warn;\n"
+            # Workers as root when the test is root: large bodies (voice uploads) are buffered
+            # under `tmp`, which is private to root.
+            ("user root;\n" if os.geteuid() == 0 else "")
+            + f"worker_processes 2;\npid {tmp}/nginx.pid;\nerror_log {tmp}/error.log warn;\n"
             f"events {{ worker_connections 1024; }}\n"
             f"http {{\n    {LOG_FORMAT}\n    access_log {tmp}/access.log lb;\n{temp_paths}\n"
             f"    include lyre.conf;\n}}\n"

@@ -5,6 +5,7 @@ import asyncio
 import os
 import re
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -19,7 +20,8 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def test_cpu_adapter_is_refused_unless_allowed():
     env = {**os.environ, "LYRE_MODEL_ALLOW_CPU_ADAPTER": "false", "LYRE_ENGINE_MAX_SESSIONS": "2",
-           "LYRE_ENGINE_MAX_POSITIONS": "256", "LYRE_LOG": "info"}
+           "LYRE_ENGINE_MAX_POSITIONS": "256", "LYRE_LOG": "info",
+           "LYRE_VOICES_DIR": tempfile.mkdtemp(prefix="lyre-voices-")}
     proc = subprocess.Popen(
         [e2e.LYRE, "serve", "--model-dir", str(e2e.FIXTURE), "--listen", "127.0.0.1:0"],
         env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,

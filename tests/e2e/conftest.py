@@ -5,6 +5,7 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -33,6 +34,10 @@ class Server:
             "LYRE_LOG": "info",
         })
         full_env.update(env or {})
+        if "LYRE_VOICES_DIR" not in full_env and "LYRE_VOICES_DATABASE" not in full_env:
+            # Each server's own voice database, not one in the working directory.
+            self._voices = tempfile.TemporaryDirectory(prefix="lyre-voices-")
+            full_env["LYRE_VOICES_DIR"] = self._voices.name
         self.proc = subprocess.Popen(
             [LYRE, "serve", "--model-dir", str(fixture), "--listen", "127.0.0.1:0", *args],
             env=full_env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,

@@ -5,6 +5,7 @@ the tiny Base fixture's encoder references were made from."""
 import asyncio
 import base64
 import json
+import sqlite3
 
 import httpx
 import websockets
@@ -56,7 +57,9 @@ def test_upload_restart_and_synthesise_like_lyre_synth(tmp_path):
         assert r.json()["has_transcript"] is True and r.json()["reference_frames"] == 14
         r = upload(s, "clip-xvec", clip_path.read_bytes())
         assert r.status_code == 201 and r.json()["has_transcript"] is False, r.text
-        stored = json.loads((voices / "clip.json").read_text())
+        with sqlite3.connect(voices / "voices.db") as db:  # the default database, in voices.dir
+            (row,) = db.execute("SELECT voice FROM voices WHERE tenant = 'default' AND name = 'clip'").fetchone()
+        stored = json.loads(row)
         assert set(stored) == {"lyre_voice", "name", "model", "x_vector", "ref_text", "ref_codes", "seconds",
                                "created_unix_s"}, "the audio itself is not kept"
     finally:

@@ -84,3 +84,21 @@ def test_unsupported_values_name_the_field(server, field, value):
     with pytest.raises(openai.BadRequestError) as e:
         client(server).audio.speech.create(model="lyre", voice="vivian", input=TEXT, **kwargs)
     assert e.value.body["param"] == field
+
+
+def test_openai_voice_names_speak_with_their_presets(server):
+    """`voices.aliases` maps OpenAI's names onto the CustomVoice presets, so a client written for
+    OpenAI works unchanged; `GET /v1/audio/voices` answers like `/v1/voices`."""
+    def pcm(voice):
+        return client(server).audio.speech.create(
+            model="tts-1", voice=voice, input=TEXT, response_format="pcm", extra_body=GREEDY).read()
+
+    listed = httpx.get(server.url + "/v1/audio/voices", timeout=10).json()
+    assert listed == httpx.get(server.url + "/v1/voices", timeout=10).json()
+    aliases = listed["aliases"]
+    assert set(aliases) == {"alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage",
+                            "shimmer", "verse"}
+    alloy = pcm("alloy")
+    assert len(alloy) > 0 and len(alloy) % 3840 == 0
+    assert alloy == pcm(aliases["alloy"]), "alloy is its preset, greedy sample for sample"
+    assert len(pcm("onyx")) > 0

@@ -91,7 +91,7 @@ def test_list_delete_and_names(stored, tmp_path):
     try:
         assert "gone" in [v["name"] for v in httpx.get(s.url + "/v1/voices").json()["voices"]]
         assert httpx.delete(s.url + "/v1/voices/gone").status_code == 204
-        assert not (d / "gone.json").exists()
+        assert (d / "gone.json").exists(), "an imported file is left as it was"
         r = httpx.delete(s.url + "/v1/voices/gone")
         assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_voice"
         r = httpx.delete(s.url + "/v1/voices/%2E%2E%2Fx")
@@ -104,7 +104,7 @@ def test_list_delete_and_names(stored, tmp_path):
         assert "POST /v1/voices" in r.json()["error"]["message"]
     finally:
         s.stop()
-    s = base_server(d)  # the deletion survives a restart
+    s = base_server(d)  # the deletion survives a restart: the file is not imported again
     try:
         assert httpx.get(s.url + "/v1/voices").json()["voices"] == []
     finally:

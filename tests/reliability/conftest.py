@@ -1,5 +1,6 @@
 """Shared helpers for the reliability suite: the e2e `Server` (real `lyre serve` on port 0 with
-the tiny fixture model) and the load generator in scripts/loadgen.py."""
+the tiny fixture model), the e2e reference clips and throw-away PostgreSQL, and the load
+generator in scripts/loadgen.py."""
 
 import importlib.util
 import sys
@@ -14,6 +15,11 @@ import loadgen  # noqa: E402
 
 Server = e2e.Server
 TEXT = e2e.TEXT
+LYRE = e2e.LYRE
+SHARED = e2e.SHARED  # for clips.py, which takes it from `conftest`
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+import clips  # noqa: E402
+from postgres import Postgres  # noqa: E402,F401
 
 
 def rss_kib(pid):

@@ -2,6 +2,7 @@
 //! environment variables, then command-line flags; unknown keys are errors, so typos surface
 //! in `lyre check-config`.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Context};
@@ -128,26 +129,98 @@ impl Default for LimitsSection {
     }
 }
 
-/// Cloned voices (Base models): where they are stored and how large an upload may be.
+/// Cloned voices (Base models): the database that keeps them, upload limits, and the aliases
+/// that map other names (OpenAI's voices) to voices of the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct VoicesSection {
+    /// Where the default SQLite database lives, and voice files (`*.json`) to import.
     pub dir: String,
+    /// `sqlite://PATH` or `postgres://...`; empty: `sqlite://{dir}/voices.db`.
+    pub database: String,
+    /// Connections the server may hold open to the database.
+    pub database_max_connections: u32,
+    /// How long one voice operation may wait for the database before answering 503.
+    pub database_timeout_ms: u64,
     pub max_upload_bytes: usize,
+    /// Most voices one tenant may store.
     pub max_voices: usize,
+    /// Another name for a voice (lower case), e.g. `alloy = "vivian"`.
+    pub aliases: BTreeMap<String, String>,
 }
 
 impl Default for VoicesSection {
     fn default() -> Self {
-        VoicesSection { dir: "voices".into(), max_upload_bytes: 20 << 20, max_voices: 1000 }
+        VoicesSection {
+            dir: "voices".into(),
+            database: String::new(),
+            database_max_connections: 8,
+            database_timeout_ms: 2000,
+            max_upload_bytes: 20 << 20,
+            max_voices: 1000,
+            aliases: default_aliases(),
+        }
     }
 }
+
+/// OpenAI's voice names on the CustomVoice models' presets, so OpenAI clients work unchanged.
+fn default_aliases() -> BTreeMap<String, String> {
+    [
+        ("alloy", "vivian"),
+        ("ash", "ryan"),
+        ("ballad", "uncle_fu"),
+        ("coral", "serena"),
+        ("echo", "aiden"),
+        ("fable", "ryan"),
+        ("nova", "vivian"),
+        ("onyx", "uncle_fu"),
+        ("sage", "serena"),
+        ("shimmer", "sohee"),
+        ("verse", "aiden"),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect()
+}
+
+impl VoicesSection {
+    /// The database URL, with the default (SQLite in `dir`) filled in.
+    pub fn database_url(&self) -> String {
+        if self.database.trim().is_empty() {
+            format!("sqlite://{}/voices.db", self.dir.trim_end_matches('/'))
+        } else {
+            self.database.trim().to_string()
+        }
+    }
+}
+
+pub use crate::tenants::TenantSection;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthSection {
+    /// Keys that are each a tenant of their own.
     pub api_keys: Vec<String>,
+    /// Named tenants with their keys.
+    pub tenants: Vec<TenantSection>,
     pub max_sessions_per_key: usize,
+}
+
+impl AuthSection {
+    /// Every configured key with its tenant (see `tenants`).
+    pub fn keys_and_tenants(&self) -> Result<Vec<(String, crate::tenants::Tenant)>, String> {
+        crate::tenants::keys_and_tenants(&self.api_keys, &self.tenants)
+    }
+
+    /// Every tenant, sorted, each once.
+    pub fn all_tenants(&self) -> Result<Vec<crate::tenants::Tenant>, String> {
+        crate::tenants::all(&self.api_keys, &self.tenants)
+    }
+
+    /// The one tenant of a single-tenant configuration.
+    pub fn only_tenant(&self) -> Result<Option<crate::tenants::Tenant>, String> {
+        crate::tenants::only(&self.api_keys, &self.tenants)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -224,8 +297,20 @@ impl ServerConfig {
         if self.voices.max_upload_bytes < 1024 {
             bail!("voices.max_upload_bytes: must be at least 1024, got {}", self.voices.max_upload_bytes);
         }
-        if self.auth.api_keys.iter().any(|k| k.len() < 8) {
-            bail!("auth.api_keys: every key must have at least 8 characters");
+        self.auth.keys_and_tenants().map_err(|e| anyhow!("auth: {e}"))?;
+        let v = &self.voices;
+        crate::voices::DatabaseUrl::parse(&v.database_url()).map_err(|e| anyhow!("voices.database: {e}"))?;
+        if v.database_max_connections == 0 {
+            bail!("voices.database_max_connections: must be at least 1");
+        }
+        if v.database_timeout_ms < 10 {
+            bail!("voices.database_timeout_ms: must be at least 10, got {}", v.database_timeout_ms);
+        }
+        for (alias, target) in &v.aliases {
+            for name in [alias, target] {
+                crate::voices::validate_name(name, "")
+                    .map_err(|e| anyhow!("voices.aliases: `{alias} = \"{target}\"`: {}", e.message))?;
+            }
         }
         Ok(())
     }
@@ -246,6 +331,8 @@ fn apply_env(table: &mut toml::Table, env: impl IntoIterator<Item = (String, Str
             bail!("{name}: no key `{key}` in section [{section}]");
         };
         let parsed = match default {
+            _ if name == "LYRE_AUTH_TENANTS" => parse_tenants(&value).with_context(|| name.clone())?,
+            toml::Value::Table(_) => parse_map(&value).with_context(|| name.clone())?,
             toml::Value::Boolean(_) => {
                 toml::Value::Boolean(parse_bool(&value).with_context(|| name.clone())?)
             }
@@ -268,6 +355,30 @@ fn apply_env(table: &mut toml::Table, env: impl IntoIterator<Item = (String, Str
         t.insert(key.to_string(), parsed);
     }
     Ok(())
+}
+
+/// `alloy=vivian, echo=ryan` as a table of strings.
+fn parse_map(s: &str) -> anyhow::Result<toml::Value> {
+    let mut table = toml::Table::new();
+    for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').with_context(|| format!("`{pair}` is not KEY=VALUE"))?;
+        table.insert(k.trim().to_string(), toml::Value::String(v.trim().to_string()));
+    }
+    Ok(toml::Value::Table(table))
+}
+
+/// `acme: key-1 key-2; beta: key-3` as `[[auth.tenants]]` entries (keys separated by spaces).
+fn parse_tenants(s: &str) -> anyhow::Result<toml::Value> {
+    let mut tenants = Vec::new();
+    for entry in s.split(';').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, keys) = entry.split_once(':').context("each tenant is `NAME: KEY KEY ...`")?;
+        let mut t = toml::Table::new();
+        t.insert("name".into(), toml::Value::String(name.trim().to_string()));
+        let keys = keys.split_whitespace().map(|k| toml::Value::String(k.to_string())).collect();
+        t.insert("keys".into(), toml::Value::Array(keys));
+        tenants.push(toml::Value::Table(t));
+    }
+    Ok(toml::Value::Array(tenants))
 }
 
 fn parse_bool(s: &str) -> anyhow::Result<bool> {
@@ -312,6 +423,36 @@ mod tests {
         assert!(cfg.model.allow_cpu_adapter);
         assert_eq!(cfg.server.cors_origins, vec!["http://a", "http://b"]);
         assert_eq!(cfg.voices.dir, "/var/lib/lyre/voices");
+    }
+
+    #[test]
+    fn tenants_aliases_and_the_database_come_from_the_environment() {
+        let cfg = ServerConfig::load(
+            None,
+            env(&[
+                ("LYRE_AUTH_TENANTS", "acme: acme-key-0001 acme-key-0002; beta: beta-key-0001"),
+                ("LYRE_VOICES_ALIASES", "alloy=ryan, echo = aiden"),
+                ("LYRE_VOICES_DATABASE", "postgres://lyre:pw@db:5432/lyre"),
+            ]),
+        )
+        .unwrap();
+        let t = &cfg.auth.tenants;
+        assert_eq!((t[0].name.as_str(), t[0].keys.len(), t[1].name.as_str()), ("acme", 2, "beta"));
+        assert_eq!(cfg.voices.aliases.len(), 2);
+        assert_eq!(cfg.voices.aliases["echo"], "aiden");
+        assert_eq!(cfg.voices.database_url(), "postgres://lyre:pw@db:5432/lyre");
+        assert_eq!(ServerConfig::default().voices.database_url(), "sqlite://voices/voices.db");
+        for (var, value, want) in [
+            ("LYRE_VOICES_DATABASE", "mysql://x@y/z", "voices.database"),
+            ("LYRE_VOICES_ALIASES", "alloy", "LYRE_VOICES_ALIASES"),
+            ("LYRE_VOICES_ALIASES", "alloy=../x", "voices.aliases"),
+            ("LYRE_AUTH_TENANTS", "acme", "LYRE_AUTH_TENANTS"),
+            ("LYRE_AUTH_TENANTS", "acme: dup-key-0001; beta: dup-key-0001", "configured twice"),
+            ("LYRE_VOICES_DATABASE_MAX_CONNECTIONS", "0", "database_max_connections"),
+        ] {
+            let e = ServerConfig::load(None, env(&[(var, value)])).unwrap_err();
+            assert!(format!("{e:#}").contains(want), "{var}={value}: {e:#}");
+        }
     }
 
     #[test]

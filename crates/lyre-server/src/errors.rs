@@ -97,6 +97,9 @@ error_codes! {
     /// A client stopped reading and its session was cancelled. Counted by the worker, which is
     /// the only one to see it happen; the client's stream just ends.
     SlowConsumer = (503, "slow_consumer", true),
+    /// The voice database did not answer in time (voice operations only).
+    StoreUnavailable = (503, "store_unavailable", true),
+    /// A stored voice could not be read back.
     VoiceStoreError = (503, "voice_store_error", true),
     Timeout = (504, "timeout", false),
     VoiceStoreFull = (507, "voice_store_full", false),

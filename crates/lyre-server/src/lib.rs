@@ -12,4 +12,5 @@ pub mod protocol;
 pub mod scheduler;
 pub mod shutdown;
 pub mod telemetry;
+pub mod tenants;
 pub mod voices;

@@ -87,7 +87,7 @@ fn validator() -> Validator<'static> {
     Validator {
         model: model(),
         limits: limits(),
-        voices: None,
+        aliases: None,
         segments: EngineSection::default().segment_limits(),
     }
 }

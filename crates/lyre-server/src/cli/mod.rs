@@ -5,6 +5,7 @@ mod check_config;
 mod serve;
 mod synth;
 mod synth_progress;
+mod voices;
 
 use std::process::ExitCode;
 
@@ -32,6 +33,8 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Validate a configuration file (with LYRE_* overrides) without starting anything.
     CheckConfig(check_config::CheckConfigArgs),
+    /// Stored cloned voices in the voice database: list, delete, import voice files.
+    Voices(voices::VoicesArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -43,6 +46,10 @@ pub fn main() -> ExitCode {
             synth::run(args)
         }
         Command::CheckConfig(args) => check_config::run(args),
+        Command::Voices(args) => {
+            crate::telemetry::init(cli.log_json, "warn");
+            voices::run(args)
+        }
         Command::Bench(args) => {
             crate::telemetry::init(cli.log_json, "warn");
             bench::run(args)

@@ -89,19 +89,21 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             debug_fail_tick: debug_fail_tick()?,
         },
     );
-    let voices = Arc::new(VoiceStore::open(std::path::Path::new(&cfg.voices.dir), cfg.voices.max_voices)?);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let _runtime_context = runtime.enter();
+    let voices = Arc::new(VoiceStore::from_config(&cfg).map_err(|e| anyhow::anyhow!("voices: {e}"))?);
+    crate::voices::prepare_in_background(voices.clone());
     let encoders = Arc::new(Encoders::new(model.clone()));
     let state = AppState {
         scheduler: scheduler.clone(),
         model,
         config: Arc::new(cfg.clone()),
         metrics,
-        keys: Arc::new(KeyRegistry::new(&cfg.auth.api_keys, cfg.auth.max_sessions_per_key)),
+        keys: Arc::new(KeyRegistry::from_config(&cfg.auth).map_err(|e| anyhow::anyhow!("auth: {e}"))?),
         demo: source.is_demo(),
         voices,
         encoders,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(serve(state, &cfg))?;
     scheduler.shutdown();
     let _ = worker.join();

@@ -19,8 +19,7 @@ use lyre_engine::{Engine, EngineOptions, FinishReason, SessionRequest, TextInput
 
 use super::synth_progress::Progress;
 use crate::audio::{AudioFormat, FileWriter, SAMPLE_RATE};
-use crate::config::ServerConfig;
-use crate::voices::{Encoders, VoiceStore};
+use crate::voices::Encoders;
 
 #[derive(Debug, Args)]
 pub struct SynthArgs {
@@ -45,11 +44,14 @@ pub struct SynthArgs {
     /// The transcript of --ref-audio: in-context cloning (ICL) when given, x-vector only when not.
     #[arg(long, requires = "ref_audio")]
     pub ref_text: Option<String>,
-    /// Where the server stores cloned voices, for --voice on a Base model. Default: the
-    /// `voices.dir` of --config (or LYRE_CONFIG) with LYRE_* overrides, as `lyre serve` reads it.
+    /// A directory of voice files (`NAME.json`) for --voice on a Base model. Default: the voice
+    /// database of --config (or LYRE_CONFIG) with LYRE_* overrides, as `lyre serve` reads it.
     #[arg(long)]
     pub voices_dir: Option<PathBuf>,
-    /// The server's TOML config, read only for `voices.dir` when --voices-dir is not given.
+    /// The tenant whose stored voice --voice names (default: the configuration's only tenant).
+    #[arg(long, conflicts_with = "voices_dir")]
+    pub tenant: Option<String>,
+    /// The server's TOML config, read only for the voice database when --voices-dir is not given.
     #[arg(long, env = "LYRE_CONFIG")]
     pub config: Option<PathBuf>,
     /// `auto` or a language the model knows.
@@ -218,19 +220,12 @@ fn voice(args: &SynthArgs, model: &Arc<ModelDir>) -> anyhow::Result<VoiceSpec> {
     }
     match (&args.voice, model.config.tts_model_type) {
         (Some(name), ModelType::Base) => {
-            let dir = match &args.voices_dir {
-                Some(d) => d.clone(),
-                None => PathBuf::from(
-                    ServerConfig::load(args.config.as_deref(), std::env::vars())
-                        .context("reading voices.dir from the config (or pass --voices-dir)")?
-                        .voices
-                        .dir,
-                ),
-            };
-            let store = VoiceStore::open(&dir, usize::MAX)?;
-            let stored = store.get(name.trim()).with_context(|| {
-                format!("--voice: no stored voice `{name}` in {} (see --voices-dir)", dir.display())
-            })?;
+            let stored = super::voices::find_voice(
+                args.voices_dir.as_deref(),
+                args.config.as_deref(),
+                args.tenant.as_deref(),
+                name.trim(),
+            )?;
             stored.voice_spec(&model.config, "voice").map_err(|f| anyhow::anyhow!("--voice: {}", f.message))
         }
         (Some(v), _) => Ok(VoiceSpec::Speaker(v.clone())),

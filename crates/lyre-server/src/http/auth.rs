@@ -1,6 +1,8 @@
 //! Optional API keys. HTTP clients send `Authorization: Bearer KEY`; browsers opening a
 //! WebSocket may send `?token=KEY` or the subprotocol `lyre.token.KEY`. Keys are compared in
-//! constant time and never logged; each key may hold a bounded number of sessions.
+//! constant time and never logged; each key may hold a bounded number of sessions. Each key
+//! belongs to a tenant (see `tenants`), which owns the voices it uploads: every `/v1` request
+//! carries its [`Caller`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,26 +15,58 @@ use subtle::ConstantTimeEq;
 
 use super::error::ApiError;
 use super::AppState;
+use crate::config::AuthSection;
 use crate::errors::{ErrorCode, Failure};
+use crate::tenants::Tenant;
 
 /// Which configured key a request presented (its index, never the key itself).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KeyId(pub usize);
 
+/// Who sent a request: the key (none when the server has no keys) and its tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub key: Option<KeyId>,
+    pub tenant: Tenant,
+}
+
+impl Caller {
+    /// The caller the middleware attached to a `/v1` request (the single tenant otherwise).
+    pub fn of(req: &Request) -> Caller {
+        req.extensions().get::<Caller>().cloned().unwrap_or_else(Caller::anonymous)
+    }
+
+    /// The caller of a server without keys: the one tenant.
+    pub fn anonymous() -> Caller {
+        Caller { key: None, tenant: Tenant::default_tenant() }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct KeyRegistry {
-    keys: Vec<Vec<u8>>,
+    keys: Vec<(Vec<u8>, Tenant)>,
     max_sessions_per_key: usize,
     active: Mutex<HashMap<KeyId, usize>>,
 }
 
 impl KeyRegistry {
+    /// Keys that are each a tenant of their own (as `auth.api_keys`; not checked here).
     pub fn new(keys: &[String], max_sessions_per_key: usize) -> Self {
         KeyRegistry {
-            keys: keys.iter().map(|k| k.as_bytes().to_vec()).collect(),
+            keys: keys.iter().map(|k| (k.as_bytes().to_vec(), Tenant::of_solo_key(k))).collect(),
             max_sessions_per_key,
             active: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Every key of `[auth]`, each with its tenant.
+    pub fn from_config(auth: &AuthSection) -> Result<Self, String> {
+        let keys = auth.keys_and_tenants()?;
+        Ok(KeyRegistry {
+            keys: keys.into_iter().map(|(k, t)| (k.into_bytes(), t)).collect(),
+            max_sessions_per_key: auth.max_sessions_per_key,
+            active: Mutex::new(HashMap::new()),
+        })
     }
 
     pub fn enabled(&self) -> bool {
@@ -42,12 +76,17 @@ impl KeyRegistry {
     /// The key `presented` matches, checking every key so the time does not depend on which.
     pub fn identify(&self, presented: &[u8]) -> Option<KeyId> {
         let mut found = None;
-        for (i, key) in self.keys.iter().enumerate() {
+        for (i, (key, _)) in self.keys.iter().enumerate() {
             if bool::from(key.as_slice().ct_eq(presented)) && found.is_none() {
                 found = Some(KeyId(i));
             }
         }
         found
+    }
+
+    /// The caller presenting key `id`.
+    pub fn caller(&self, id: KeyId) -> Caller {
+        Caller { key: Some(id), tenant: self.keys[id.0].1.clone() }
     }
 
     /// Takes one of the key's session slots, or refuses with 429.
@@ -89,11 +128,13 @@ impl Drop for KeySlot {
 /// Middleware on every `/v1` route.
 pub async fn require_key(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     if !state.keys.enabled() {
+        req.extensions_mut().insert(Caller::anonymous());
         return next.run(req).await;
     }
     match presented_key(&req).and_then(|k| state.keys.identify(&k)) {
         Some(id) => {
             req.extensions_mut().insert(id);
+            req.extensions_mut().insert(state.keys.caller(id));
             next.run(req).await
         }
         None => {
@@ -176,6 +217,24 @@ mod tests {
         };
         let (a, b) = (time(&first), time(&last));
         assert!(a / b > 0.5 && a / b < 2.0, "first-byte mismatch {a:.6}s, last-byte {b:.6}s");
+    }
+
+    #[test]
+    fn keys_name_their_tenants() {
+        let auth = AuthSection {
+            api_keys: vec!["solo-key-1234".into()],
+            tenants: vec![crate::config::TenantSection {
+                name: "acme".into(),
+                keys: vec!["acme-key-0001".into(), "acme-key-0002".into()],
+            }],
+            ..Default::default()
+        };
+        let r = KeyRegistry::from_config(&auth).unwrap();
+        let tenant = |k: &[u8]| r.caller(r.identify(k).unwrap()).tenant.to_string();
+        assert_eq!(tenant(b"acme-key-0001"), "acme");
+        assert_eq!(tenant(b"acme-key-0002"), "acme");
+        assert_eq!(tenant(b"solo-key-1234"), Tenant::of_solo_key("solo-key-1234").to_string());
+        assert_eq!(r.identify(b"acme-key-0003"), None);
     }
 
     #[test]

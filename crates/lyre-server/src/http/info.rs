@@ -1,4 +1,4 @@
-//! Discovery and health: voices, models, liveness, readiness, metrics.
+//! Discovery and health: models, liveness, readiness, metrics (voices: `voices`).
 
 use std::sync::atomic::Ordering;
 
@@ -11,7 +11,6 @@ use lyre_engine::checkpoint::config::ModelType;
 use super::error::ApiError;
 use super::AppState;
 use crate::errors::{ErrorCode, Failure};
-use crate::voices::{Encoders, ModelStamp};
 
 pub const DEMO_NOTE: &str = "built-in demo model with random weights: it speaks noise; start the server \
                              with --model-dir or --model to load a real Qwen3-TTS checkpoint";
@@ -24,31 +23,7 @@ pub fn model_id(state: &AppState) -> String {
     state.model.describe().to_lowercase().replace(' ', "-")
 }
 
-pub async fn voices(State(state): State<AppState>) -> Json<serde_json::Value> {
-    let cfg = &state.model.config;
-    let t = &cfg.talker_config;
-    let mut voices: Vec<serde_json::Value> = t
-        .spk_id
-        .keys()
-        .map(|name| {
-            let dialect = t.spk_is_dialect.get(name).and_then(|d| d.language());
-            serde_json::json!({ "name": name, "kind": "preset", "dialect": dialect })
-        })
-        .collect();
-    let here = ModelStamp::of(cfg);
-    voices.extend(state.voices.list().iter().map(|v| super::voices::describe(v, v.model == here)));
-    Json(serde_json::json!({
-        "model": model_id(&state),
-        "model_type": cfg.tts_model_type.as_str(),
-        "voices": voices,
-        "languages": lyre_engine::prompt::languages(cfg),
-        "instruct": instruct_support(&state),
-        "cloning": Encoders::refusal(&state.model).is_none(),
-        "max_upload_bytes": state.config.voices.max_upload_bytes,
-    }))
-}
-
-fn instruct_support(state: &AppState) -> &'static str {
+pub fn instruct_support(state: &AppState) -> &'static str {
     let cfg = &state.model.config;
     match cfg.tts_model_type {
         ModelType::VoiceDesign => "required",

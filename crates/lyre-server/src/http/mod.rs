@@ -22,7 +22,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::trace::TraceLayer;
 
-pub use auth::KeyRegistry;
+pub use auth::{Caller, KeyRegistry};
 pub use error::ApiError;
 pub use request::Validator;
 pub use tts::codes_fingerprint;
@@ -42,7 +42,7 @@ pub struct AppState {
     pub keys: Arc<KeyRegistry>,
     /// True for the built-in demo model, which speaks noise.
     pub demo: bool,
-    /// Stored cloned voices.
+    /// Stored cloned voices (each tenant's).
     pub voices: Arc<VoiceStore>,
     /// The Base model's speaker and speech encoders (loaded on first use).
     pub encoders: Arc<Encoders>,
@@ -53,7 +53,7 @@ impl AppState {
         Validator {
             model: &self.model,
             limits: &self.config.limits,
-            voices: Some(&self.voices),
+            aliases: Some(&self.config.voices.aliases),
             segments: self.config.engine.segment_limits(),
         }
     }
@@ -68,11 +68,12 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/tts/stream", get(ws::handle))
         .route(
             "/v1/voices",
-            get(info::voices)
+            get(voices::list)
                 .post(voices::create)
                 .layer(DefaultBodyLimit::max(state.config.voices.max_upload_bytes)),
         )
         .route("/v1/voices/{name}", delete(voices::remove))
+        .route("/v1/audio/voices", get(voices::list))
         .route("/v1/models", get(info::models))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_key));
     let open = page::routes()

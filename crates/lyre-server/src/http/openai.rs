@@ -8,7 +8,7 @@ use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use lyre_engine::prompt::TextMode;
 
-use super::auth::KeyId;
+use super::auth::Caller;
 use super::error::{read_body, ApiError, JsonObject};
 use super::request::blocking;
 use super::stream::{chunked_body, sse};
@@ -21,7 +21,7 @@ use crate::protocol::SynthesisFields;
 const UNSUPPORTED_FORMATS: &[&str] = &["aac"];
 
 pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Response, ApiError> {
-    let key = req.extensions().get::<KeyId>().copied();
+    let caller = Caller::of(&req);
     let bytes = read_body(req, state.config.server.max_body_bytes).await?;
     let mut body = JsonObject::parse(&bytes)?;
     let model = body.require_string("model")?;
@@ -40,18 +40,21 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     if fields.voice.is_none() {
         return Err(Failure::invalid("voice", "is required").into());
     }
+    let voice = super::voices::lookup(&state, &caller, fields.voice.as_deref(), "voice").await?;
     let prep = state.clone();
     let (request, tokens, segments) = blocking(move || {
         let validator = prep.validator();
         let as_input =
             |f: Failure| if f.field.as_deref() == Some("text") { f.with_field("input") } else { f };
         let tokens = validator.check_text(&input, "input")?;
-        let mut request = validator.build(&fields, Some(&input), TextMode::NonStreaming).map_err(as_input)?;
+        let mut request = validator
+            .build_with_voice(&fields, Some(&input), TextMode::NonStreaming, voice)
+            .map_err(as_input)?;
         let segments = validator.segment(&mut request).map_err(as_input)?;
         Ok((request, tokens, segments))
     })
     .await?;
-    let slot = state.keys.acquire(key)?;
+    let slot = state.keys.acquire(caller.key)?;
     let span = tracing::info_span!("speech", format = %format, segments);
     let handle = state.scheduler.submit(request, span)?;
     match stream_format.as_deref() {

@@ -1,7 +1,9 @@
 //! Validation of the synthesis fields every endpoint accepts into an engine
 //! [`SessionRequest`]. Errors name the field.
 
-use lyre_engine::checkpoint::config::{ModelConfig, ModelType};
+use std::collections::BTreeMap;
+
+use lyre_engine::checkpoint::config::ModelType;
 use lyre_engine::checkpoint::ModelDir;
 use lyre_engine::policy::check_voice_and_instruct;
 use lyre_engine::prompt::{prefix_rows, PromptSpec, TextMode, VoiceSpec};
@@ -11,7 +13,7 @@ use lyre_engine::{plan_segments, SegmentLimits, SessionRequest, TextInput};
 use crate::config::LimitsSection;
 use crate::errors::{ErrorCode, Failure};
 use crate::protocol::SynthesisFields;
-use crate::voices::VoiceStore;
+use crate::voices::{is_preset, preset_alias};
 
 /// Longest `instruct`, in characters: it is part of every segment's prompt.
 pub const MAX_INSTRUCT_CHARS: usize = 4096;
@@ -20,8 +22,8 @@ pub const MAX_INSTRUCT_CHARS: usize = 4096;
 pub struct Validator<'a> {
     pub model: &'a ModelDir,
     pub limits: &'a LimitsSection,
-    /// Stored cloned voices, usable by name (Base models).
-    pub voices: Option<&'a VoiceStore>,
+    /// `voices.aliases`: other names for presets (OpenAI's `alloy`, ...).
+    pub aliases: Option<&'a BTreeMap<String, String>>,
     /// How the engine cuts a long text into segments.
     pub segments: SegmentLimits,
 }
@@ -58,8 +60,8 @@ impl Validator<'_> {
         self.build_with_voice(fields, text, default_mode, None)
     }
 
-    /// [`Validator::build`] with a voice cloned from inline reference audio (WebSocket
-    /// `ref_audio`), which takes the place of `voice`.
+    /// [`Validator::build`] with a voice found beforehand (a stored voice, looked up by the
+    /// async handler, or one cloned from WebSocket `ref_audio`), which takes the place of `voice`.
     pub fn build_with_voice(
         &self,
         fields: &SynthesisFields,
@@ -150,42 +152,31 @@ impl Validator<'_> {
         Ok(n)
     }
 
-    /// A preset speaker (CustomVoice), a stored cloned voice (Base), or no voice.
+    /// A preset speaker (by name or alias), or no voice. Stored voices were looked up before
+    /// (`voices::stored_voice`): a name that reaches here on a Base model is unknown.
     pub fn resolve_voice(&self, name: Option<&str>) -> Result<VoiceSpec, Failure> {
         let cfg = &self.model.config;
         let name = name.map(str::trim).filter(|n| !n.is_empty());
-        let stored = name.and_then(|n| self.voices.and_then(|s| s.get(n)));
-        match cfg.tts_model_type {
-            ModelType::Base => {
-                let Some(name) = name else {
-                    return Err(Failure::invalid(
-                        "voice",
-                        "a Base model clones a voice: upload one with POST /v1/voices and give its name, \
-                         or send `ref_audio` in a WebSocket `start`",
-                    ));
-                };
-                match stored {
-                    Some(v) => v.voice_spec(cfg, "voice"),
-                    None => {
-                        let known: Vec<String> = self
-                            .voices
-                            .map(|s| s.list().iter().map(|v| v.name.clone()).collect())
-                            .unwrap_or_default();
-                        let list = if known.is_empty() { "none yet".to_string() } else { known.join(", ") };
-                        Err(Failure::new(
-                            ErrorCode::UnknownVoice,
-                            format!("no stored voice `{name}`; stored voices: {list}"),
-                        )
-                        .with_field("voice"))
-                    }
-                }
+        match (cfg.tts_model_type, name) {
+            (ModelType::Base, None) => Err(Failure::invalid(
+                "voice",
+                "a Base model clones a voice: upload one with POST /v1/voices and give its name, \
+                 or send `ref_audio` in a WebSocket `start`",
+            )),
+            (ModelType::Base, Some(name)) => Err(Failure::new(
+                ErrorCode::UnknownVoice,
+                format!(
+                    "no voice `{}` among your voices; upload one with POST /v1/voices (GET /v1/voices lists them)",
+                    name.escape_debug()
+                ),
+            )
+            .with_field("voice")),
+            (_, Some(name)) if !is_preset(cfg, name) => {
+                let alias = self.aliases.and_then(|a| preset_alias(cfg, a, name));
+                Ok(VoiceSpec::Speaker(alias.unwrap_or(name).to_string()))
             }
-            _ => match (name, stored) {
-                // A cloned voice named on a model without cloning says why it cannot be used.
-                (Some(_), Some(v)) if !prompt_speaker_exists(cfg, &v.name) => v.voice_spec(cfg, "voice"),
-                (Some(n), _) => Ok(VoiceSpec::Speaker(n.to_string())),
-                (None, _) => Ok(VoiceSpec::None),
-            },
+            (_, Some(name)) => Ok(VoiceSpec::Speaker(name.to_string())),
+            (_, None) => Ok(VoiceSpec::None),
         }
     }
 
@@ -204,10 +195,6 @@ impl Validator<'_> {
         s.validate().map_err(|e| Failure::from(&e))?;
         Ok(s)
     }
-}
-
-fn prompt_speaker_exists(cfg: &ModelConfig, name: &str) -> bool {
-    cfg.talker_config.spk_id.contains_key(&name.to_lowercase())
 }
 
 /// Runs CPU-heavy request work (tokenizing and cutting a long text) on tokio's blocking pool.

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::auth::KeyId;
+use super::auth::Caller;
 use super::error::{read_body, ApiError, JsonObject};
 use super::request::{blocking, Validator};
 use super::stream::{chunked_body, collect};
@@ -21,17 +21,19 @@ use lyre_engine::prompt::TextMode;
 use lyre_engine::SessionRequest;
 
 pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Response, ApiError> {
-    let key = req.extensions().get::<KeyId>().copied();
+    let caller = Caller::of(&req);
     let bytes = read_body(req, state.config.server.max_body_bytes).await?;
+    let (text, fields, format) = blocking(move || parse_body(&bytes)).await?;
+    let voice = super::voices::lookup(&state, &caller, fields.voice.as_deref(), "voice").await?;
     let prep = state.clone();
-    let (request, format, segments) = blocking(move || {
+    let (request, segments) = blocking(move || {
         let validator = prep.validator();
-        let (mut request, format) = parse_request(&validator, &bytes)?;
+        let mut request = validator.build_with_voice(&fields, Some(&text), TextMode::NonStreaming, voice)?;
         let segments = validator.segment(&mut request)?;
-        Ok((request, format, segments))
+        Ok((request, segments))
     })
     .await?;
-    let slot = state.keys.acquire(key)?;
+    let slot = state.keys.acquire(caller.key)?;
     let whole = segments <= 1 || request.max_frames as usize <= state.config.engine.max_positions;
     let span = tracing::info_span!("tts", format = %format, segments);
     let mut handle = state.scheduler.submit(request, span)?;
@@ -59,8 +61,15 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     Ok(resp)
 }
 
-/// Parses and validates a body (no I/O; the fuzz tests call it directly).
+/// Parses and validates a body, with presets only (no I/O; the fuzz tests call it directly).
 pub fn parse_request(validator: &Validator, bytes: &[u8]) -> Result<(SessionRequest, AudioFormat), ApiError> {
+    let (text, fields, format) = parse_body(bytes)?;
+    let request = validator.build(&fields, Some(&text), TextMode::NonStreaming)?;
+    Ok((request, format))
+}
+
+/// The body's text, synthesis fields and format.
+fn parse_body(bytes: &[u8]) -> Result<(String, SynthesisFields, AudioFormat), ApiError> {
     let mut body = JsonObject::parse(bytes)?;
     let text = body.require_string("text")?;
     let format = match body.take_string("format")?.as_deref() {
@@ -70,8 +79,7 @@ pub fn parse_request(validator: &Validator, bytes: &[u8]) -> Result<(SessionRequ
         }
     };
     let fields: SynthesisFields = body.rest()?;
-    let request = validator.build(&fields, Some(&text), TextMode::NonStreaming)?;
-    Ok((request, format))
+    Ok((text, fields, format))
 }
 
 /// FNV-1a (64-bit, hex) over the clip's codes as little-endian u16s, frame by frame: a

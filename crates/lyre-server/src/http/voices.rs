@@ -1,19 +1,85 @@
-//! `POST /v1/voices` (multipart: `name`, `audio`, optional `transcript`) stores a cloned voice;
-//! `DELETE /v1/voices/{name}` removes one. `GET /v1/voices` is in `info`.
+//! The caller's voices: `GET /v1/voices` (also `GET /v1/audio/voices`) lists the model's presets
+//! and the tenant's stored voices; `POST /v1/voices` (multipart: `name`, `audio`, optional
+//! `transcript`) stores a cloned voice; `DELETE /v1/voices/{name}` removes one. Another tenant's
+//! voice is answered exactly as a voice that does not exist.
 
 use axum::extract::multipart::{Field, Multipart, MultipartError, MultipartRejection};
 use axum::extract::{Path, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
+use lyre_engine::checkpoint::config::ModelType;
 use lyre_engine::checkpoint::ModelDir;
+use lyre_engine::prompt::VoiceSpec;
 
+use super::auth::Caller;
 use super::error::ApiError;
 use super::AppState;
 use crate::config::LimitsSection;
 use crate::errors::{ErrorCode, Failure};
-use crate::voices::{validate_name, Encoders, StoredVoice};
+use crate::voices::{is_preset, validate_name, Encoders, ModelStamp, StoredVoice, VoiceSummary};
+
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+) -> Result<Response, ApiError> {
+    let tenant = caller_of(caller).tenant;
+    let cfg = &state.model.config;
+    let t = &cfg.talker_config;
+    let stored = state.voices.list(Some(&tenant)).await.map_err(Failure::from)?;
+    let mut voices: Vec<serde_json::Value> = t
+        .spk_id
+        .keys()
+        .map(|name| {
+            let dialect = t.spk_is_dialect.get(name).and_then(|d| d.language());
+            serde_json::json!({ "name": name, "kind": "preset", "dialect": dialect })
+        })
+        .collect();
+    let here = ModelStamp::of(cfg);
+    voices.extend(stored.iter().map(|(_, v)| describe(v, v.model == here)));
+    // The aliases that lead somewhere for this caller: to a preset, or (Base) to one of its voices.
+    let aliases: serde_json::Map<String, serde_json::Value> = state
+        .config
+        .voices
+        .aliases
+        .iter()
+        .filter(|(alias, target)| {
+            !is_preset(cfg, alias) && is_preset(cfg, target)
+                || (!is_preset(cfg, alias)
+                    && cfg.tts_model_type == ModelType::Base
+                    && stored.iter().any(|(_, v)| &v.name == *target))
+        })
+        .map(|(alias, target)| (alias.clone(), target.clone().into()))
+        .collect();
+    Ok(Json(serde_json::json!({
+        "model": super::info::model_id(&state),
+        "model_type": cfg.tts_model_type.as_str(),
+        "voices": voices,
+        "aliases": aliases,
+        "languages": lyre_engine::prompt::languages(cfg),
+        "instruct": super::info::instruct_support(&state),
+        "cloning": Encoders::refusal(&state.model).is_none(),
+        "max_upload_bytes": state.config.voices.max_upload_bytes,
+    }))
+    .into_response())
+}
+
+/// The stored voice a request's `voice` means for the caller (see `voices::resolve`).
+pub async fn lookup(
+    state: &AppState,
+    caller: &Caller,
+    name: Option<&str>,
+    field: &str,
+) -> Result<Option<VoiceSpec>, Failure> {
+    let cfg = &state.model.config;
+    crate::voices::stored_voice(&state.voices, cfg, &state.config.voices.aliases, &caller.tenant, name, field)
+        .await
+}
+
+fn caller_of(caller: Option<Extension<Caller>>) -> Caller {
+    caller.map_or_else(Caller::anonymous, |Extension(c)| c)
+}
 
 /// The upload's parts.
 #[derive(Default)]
@@ -25,9 +91,11 @@ struct Upload {
 
 pub async fn create(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Response, ApiError> {
+    let tenant = caller_of(caller).tenant;
     if let Some(f) = Encoders::refusal(&state.model) {
         return Err(f.into());
     }
@@ -37,12 +105,13 @@ pub async fn create(
     let name = upload.name.ok_or_else(|| Failure::invalid("name", "is required"))?;
     let name = name.trim().to_string();
     validate_name(&name, "name")?;
-    if state.model.config.talker_config.spk_id.contains_key(&name.to_lowercase()) {
+    if is_preset(&state.model.config, &name) {
         return Err(Failure::new(ErrorCode::VoiceExists, format!("`{name}` is a preset voice"))
             .with_field("name")
             .into());
     }
-    if state.voices.get(&name).is_some() {
+    // Before the encoders run; the insert below settles a race between two uploads.
+    if state.voices.exists(&tenant, &name).await.map_err(Failure::from)? {
         return Err(Failure::new(
             ErrorCode::VoiceExists,
             format!("a voice named `{name}` already exists; delete it first"),
@@ -56,14 +125,19 @@ pub async fn create(
     check_reference_fits(&state, cloned.reference.as_ref().map_or(0, |r| r.codes.len()))?;
     let voice =
         StoredVoice::new(&name, &state.model.config, cloned.x_vector, cloned.reference, cloned.seconds);
-    let voice = state.voices.insert(voice).map_err(|e| Failure::from(&e))?;
-    tracing::info!(voice = %name, icl = voice.has_transcript(), seconds = voice.seconds, "voice stored");
-    Ok((StatusCode::CREATED, Json(describe(&voice, true))).into_response())
+    state.voices.insert(&tenant, &voice).await.map_err(Failure::from)?;
+    tracing::info!(voice = %name, %tenant, icl = voice.has_transcript(), seconds = voice.seconds, "voice stored");
+    Ok((StatusCode::CREATED, Json(describe(&voice.summary(), true))).into_response())
 }
 
-pub async fn remove(State(state): State<AppState>, Path(name): Path<String>) -> Result<Response, ApiError> {
+pub async fn remove(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let tenant = caller_of(caller).tenant;
     validate_name(&name, "name")?;
-    if state.model.config.talker_config.spk_id.contains_key(&name.to_lowercase()) {
+    if is_preset(&state.model.config, &name) {
         return Err(Failure::new(
             ErrorCode::PresetVoice,
             format!("`{name}` is a preset voice of the model; it cannot be deleted"),
@@ -71,23 +145,24 @@ pub async fn remove(State(state): State<AppState>, Path(name): Path<String>) -> 
         .with_field("name")
         .into());
     }
-    match state.voices.remove(&name) {
-        Ok(true) => Ok(StatusCode::NO_CONTENT.into_response()),
-        Ok(false) => Err(Failure::new(ErrorCode::VoiceNotFound, format!("no stored voice `{name}`"))
+    if state.voices.remove(&tenant, &name).await.map_err(Failure::from)? {
+        tracing::info!(voice = %name, %tenant, "voice deleted");
+        Ok(StatusCode::NO_CONTENT.into_response())
+    } else {
+        Err(Failure::new(ErrorCode::VoiceNotFound, format!("no stored voice `{name}`"))
             .with_field("name")
-            .into()),
-        Err(e) => Err(Failure::from(&e).into()),
+            .into())
     }
 }
 
 /// A stored voice as `GET /v1/voices` and `POST /v1/voices` show it.
-pub fn describe(v: &StoredVoice, usable: bool) -> serde_json::Value {
+pub fn describe(v: &VoiceSummary, usable: bool) -> serde_json::Value {
     serde_json::json!({
         "name": v.name,
         "kind": "cloned",
-        "has_transcript": v.has_transcript(),
+        "has_transcript": v.has_transcript,
         "seconds": v.seconds,
-        "reference_frames": v.ref_codes.as_ref().map_or(0, Vec::len),
+        "reference_frames": v.reference_frames,
         "model": v.model.to_string(),
         "usable": usable,
         "created_unix_s": v.created_unix_s,

@@ -12,9 +12,9 @@ use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
 use lyre_engine::prompt::{TextMode, VoiceSpec};
 
-use super::auth::{KeyId, KeySlot};
+use super::auth::{Caller, KeySlot};
 use super::error::ApiError;
-use super::voices::{check_reference_fits, check_transcript};
+use super::voices::{check_reference_fits, check_transcript, lookup};
 use super::AppState;
 use crate::audio::{stream_encoder, AudioFormat, FrameEncoder, PcmStream, SAMPLE_RATE};
 use crate::errors::{ErrorCode, Failure};
@@ -27,10 +27,10 @@ pub async fn handle(State(state): State<AppState>, ws: WebSocketUpgrade, req: Re
     if let Some(f) = state.scheduler.refusal() {
         return ApiError(f).into_response();
     }
-    let key = req.extensions().get::<KeyId>().copied();
+    let caller = Caller::of(&req);
     ws.max_message_size(state.config.limits.max_ws_message_bytes)
         .protocols(["lyre"])
-        .on_upgrade(move |socket| Connection::new(state, key).run(socket))
+        .on_upgrade(move |socket| Connection::new(state, caller).run(socket))
         .into_response()
 }
 
@@ -48,7 +48,7 @@ struct Active {
 
 struct Connection {
     state: AppState,
-    key: Option<KeyId>,
+    caller: Caller,
     session: Option<Active>,
     last_client_message: Instant,
     window_start: Instant,
@@ -63,9 +63,16 @@ enum Flow {
 }
 
 impl Connection {
-    fn new(state: AppState, key: Option<KeyId>) -> Self {
+    fn new(state: AppState, caller: Caller) -> Self {
         let now = Instant::now();
-        Connection { state, key, session: None, last_client_message: now, window_start: now, window_count: 0 }
+        Connection {
+            state,
+            caller,
+            session: None,
+            last_client_message: now,
+            window_start: now,
+            window_count: 0,
+        }
     }
 
     async fn run(mut self, socket: WebSocket) {
@@ -155,9 +162,12 @@ impl Connection {
                 return Err(Failure::invalid("format", format!("`{other}` is not `pcm16` or `opus`")))
             }
         };
-        let inline = inline_voice(self.state.clone(), &mut start).await?;
+        let voice = match inline_voice(self.state.clone(), &mut start).await? {
+            Some(v) => Some(v),
+            None => lookup(&self.state, &self.caller, start.voice.as_deref(), "voice").await?,
+        };
         let request =
-            self.state.validator().build_with_voice(&start.fields(), None, TextMode::Streaming, inline)?;
+            self.state.validator().build_with_voice(&start.fields(), None, TextMode::Streaming, voice)?;
         let encoder = match format {
             "opus" => Some(
                 stream_encoder(AudioFormat::Opus, SAMPLE_RATE)
@@ -165,7 +175,7 @@ impl Connection {
             ),
             _ => None,
         };
-        let slot = self.state.keys.acquire(self.key)?;
+        let slot = self.state.keys.acquire(self.caller.key)?;
         let handle = self.state.scheduler.submit(request, tracing::info_span!("stream", format))?;
         self.session = Some(Active {
             handle,

@@ -1,128 +1,20 @@
-//! The voice directory: one `NAME.json` per voice, written atomically (temporary file, fsync,
-//! rename), read once at startup and kept in memory.
+//! The voice store: every operation is scoped to one tenant and reads or writes the database
+//! directly (no cache, so every replica sees an upload or a delete at once). Each operation has a
+//! deadline (`voices.database_timeout_ms`); past it, or with the database unreachable, it fails
+//! with [`StoreError::Unavailable`] and the next operation tries again: the store recovers by
+//! itself when the database returns.
 
-use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
-use lyre_engine::checkpoint::config::ModelConfig;
-use lyre_engine::prompt::{VoiceReference, VoiceSpec};
-use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use tokio::sync::OnceCell;
 
-use super::name::validate_name;
+use super::database::{on_pool, DatabaseUrl, Pool};
+use super::import::{read_voice_files, voice_files, ImportReport, Imported};
+use super::voice::{ModelStamp, StoredVoice, VoiceSummary};
 use crate::errors::{ErrorCode, Failure};
-
-/// The file format's version.
-const FORMAT: u32 = 1;
-
-/// The model a voice was computed with: x-vectors and codes only mean something to it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ModelStamp {
-    #[serde(rename = "type")]
-    pub model_type: String,
-    pub size: String,
-    pub hidden_size: usize,
-}
-
-impl ModelStamp {
-    pub fn of(cfg: &ModelConfig) -> Self {
-        ModelStamp {
-            model_type: cfg.tts_model_type.as_str().to_string(),
-            size: cfg.tts_model_size.clone(),
-            hidden_size: cfg.talker_config.hidden_size,
-        }
-    }
-}
-
-impl std::fmt::Display for ModelStamp {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {} (hidden size {})", self.model_type, self.size, self.hidden_size)
-    }
-}
-
-/// One stored voice, as in its file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StoredVoice {
-    pub lyre_voice: u32,
-    pub name: String,
-    pub model: ModelStamp,
-    pub x_vector: Vec<f32>,
-    /// The transcript of the reference clip (ICL voices).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ref_text: Option<String>,
-    /// The reference clip's codec frames (ICL voices).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ref_codes: Option<Vec<[u16; 16]>>,
-    /// Seconds of reference audio the voice was made from.
-    pub seconds: f32,
-    pub created_unix_s: u64,
-}
-
-impl StoredVoice {
-    pub fn new(
-        name: &str,
-        cfg: &ModelConfig,
-        x_vector: Vec<f32>,
-        reference: Option<VoiceReference>,
-        seconds: f32,
-    ) -> Self {
-        let created_unix_s =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let (ref_text, ref_codes) = match reference {
-            Some(r) => (Some(r.text), Some(r.codes)),
-            None => (None, None),
-        };
-        StoredVoice {
-            lyre_voice: FORMAT,
-            name: name.to_string(),
-            model: ModelStamp::of(cfg),
-            x_vector,
-            ref_text,
-            ref_codes,
-            seconds,
-            created_unix_s,
-        }
-    }
-
-    pub fn has_transcript(&self) -> bool {
-        self.ref_text.is_some() && self.ref_codes.is_some()
-    }
-
-    /// The engine's voice, or a 400 when the voice belongs to another model.
-    pub fn voice_spec(&self, cfg: &ModelConfig, field: &str) -> Result<VoiceSpec, Failure> {
-        let here = ModelStamp::of(cfg);
-        if self.model != here {
-            return Err(Failure::new(ErrorCode::VoiceModelMismatch, format!(
-                    "voice `{}` was made with a {} model; this server runs a {} model. Upload the clip again here",
-                    self.name, self.model, here
-                ),
-            )
-            .with_field(field));
-        }
-        Ok(match (&self.ref_text, &self.ref_codes) {
-            (Some(text), Some(codes)) => VoiceSpec::Icl {
-                x_vector: self.x_vector.clone(),
-                reference: VoiceReference { text: text.clone(), codes: codes.clone() },
-            },
-            _ => VoiceSpec::Vector(self.x_vector.clone()),
-        })
-    }
-
-    fn check(&self, file_stem: &str) -> Result<(), String> {
-        if self.lyre_voice != FORMAT {
-            return Err(format!("format version {} (this server reads {FORMAT})", self.lyre_voice));
-        }
-        if self.name != file_stem {
-            return Err(format!("names voice `{}`", self.name));
-        }
-        if self.x_vector.len() != self.model.hidden_size || self.x_vector.iter().any(|v| !v.is_finite()) {
-            return Err("has a bad x-vector".into());
-        }
-        Ok(())
-    }
-}
+use crate::tenants::Tenant;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -130,8 +22,10 @@ pub enum StoreError {
     Exists(String),
     #[error("the voice store is full ({0} voices); delete some first")]
     Full(usize),
-    #[error("voice store {path}: {message}")]
-    Io { path: PathBuf, message: String },
+    #[error("the voice database is unavailable: {0}")]
+    Unavailable(String),
+    #[error("stored voice `{name}` is damaged: {message}")]
+    Damaged { name: String, message: String },
 }
 
 impl From<&StoreError> for Failure {
@@ -139,118 +33,320 @@ impl From<&StoreError> for Failure {
         match e {
             StoreError::Exists(_) => Failure::new(ErrorCode::VoiceExists, e.to_string()).with_field("name"),
             StoreError::Full(_) => Failure::new(ErrorCode::VoiceStoreFull, e.to_string()),
-            StoreError::Io { .. } => Failure::new(ErrorCode::VoiceStoreError, e.to_string()),
+            StoreError::Unavailable(_) => Failure::new(
+                ErrorCode::StoreUnavailable,
+                "the voice database is unavailable; voice operations will work again when it returns",
+            ),
+            StoreError::Damaged { .. } => Failure::new(ErrorCode::VoiceStoreError, e.to_string()),
         }
     }
 }
 
-fn io_err(path: &Path, e: impl std::fmt::Display) -> StoreError {
-    StoreError::Io { path: path.to_path_buf(), message: e.to_string() }
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        Failure::from(&e)
+    }
 }
 
-/// The stored voices of one directory.
+fn unavailable(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
 #[derive(Debug)]
 pub struct VoiceStore {
-    dir: PathBuf,
+    pool: Pool,
+    url: DatabaseUrl,
     max_voices: usize,
-    voices: RwLock<BTreeMap<String, Arc<StoredVoice>>>,
+    timeout: Duration,
+    /// Voice files imported when the store is first ready: `voices.dir` and its tenant.
+    startup_import: Option<(PathBuf, Tenant)>,
+    ready: OnceCell<()>,
 }
 
 impl VoiceStore {
-    /// Reads every `*.json` voice in `dir` (which need not exist yet; it is made on the first
-    /// upload). Unreadable files are skipped with a warning, never fatal.
-    pub fn open(dir: &Path, max_voices: usize) -> Result<Self, StoreError> {
-        let mut voices = BTreeMap::new();
-        match std::fs::read_dir(dir) {
-            Ok(entries) => {
-                for entry in entries.flatten() {
-                    let path = entry.path();
-                    let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else { continue };
-                    if path.extension().and_then(|e| e.to_str()) != Some("json")
-                        || validate_name(stem, "name").is_err()
-                    {
-                        continue;
-                    }
-                    match read_voice(&path, stem) {
-                        Ok(v) => {
-                            voices.insert(stem.to_string(), Arc::new(v));
-                        }
-                        Err(e) => {
-                            tracing::warn!(file = %path.display(), error = %e, "skipping a stored voice")
-                        }
-                    }
+    /// No I/O besides creating a SQLite file's directory: the pool connects on first use.
+    pub fn open(
+        url: DatabaseUrl,
+        max_connections: u32,
+        timeout: Duration,
+        max_voices: usize,
+    ) -> Result<Self, String> {
+        let pool = Pool::connect_lazy(&url, max_connections, timeout)?;
+        Ok(VoiceStore { pool, url, max_voices, timeout, startup_import: None, ready: OnceCell::new() })
+    }
+
+    /// The store a server's configuration describes. With one tenant, the voice files in
+    /// `voices.dir` are imported into it before the first operation (once each: see `import`);
+    /// with several, the operator chooses (`lyre voices import DIR --tenant NAME`).
+    pub fn from_config(cfg: &crate::config::ServerConfig) -> Result<Self, String> {
+        let v = &cfg.voices;
+        let url = DatabaseUrl::parse(&v.database_url())?;
+        let timeout = Duration::from_millis(v.database_timeout_ms);
+        let mut store = VoiceStore::open(url, v.database_max_connections, timeout, v.max_voices)?;
+        let dir = PathBuf::from(&v.dir);
+        match cfg.auth.only_tenant()? {
+            Some(tenant) => store.startup_import = Some((dir, tenant)),
+            None => {
+                let files = voice_files(&dir).map(|f| f.len()).unwrap_or(0);
+                if files > 0 {
+                    tracing::warn!(
+                        dir = %dir.display(),
+                        files,
+                        "voice files not imported: several tenants are configured; run `lyre voices import DIR --tenant NAME`"
+                    );
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_err(dir, e)),
         }
-        tracing::info!(dir = %dir.display(), voices = voices.len(), "voice store opened");
-        Ok(VoiceStore { dir: dir.to_path_buf(), max_voices, voices: RwLock::new(voices) })
+        Ok(store)
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// The database, without its password.
+    pub fn describe(&self) -> String {
+        self.url.redacted()
     }
 
-    pub fn get(&self, name: &str) -> Option<Arc<StoredVoice>> {
-        self.voices.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned()
+    /// Runs the migrations and the start-up import once (retried by the next operation while
+    /// they fail).
+    pub async fn ready(&self) -> Result<(), StoreError> {
+        self.bounded(async { Ok(()) }).await
     }
 
-    /// Every stored voice, by name.
-    pub fn list(&self) -> Vec<Arc<StoredVoice>> {
-        self.voices.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
+    async fn prepare(&self) -> Result<(), StoreError> {
+        self.ready
+            .get_or_try_init(|| async {
+                self.pool.migrate().await.map_err(unavailable)?;
+                tracing::info!(database = %self.url.redacted(), backend = self.pool.backend(), "voice database ready");
+                if let Some((dir, tenant)) = &self.startup_import {
+                    let (files, unreadable) = read_voice_files(dir).map_err(unavailable)?;
+                    let mut report = ImportReport { unreadable, ..Default::default() };
+                    for (voice, sha) in files {
+                        report.record(voice.name.clone(), self.import_row(tenant, &voice, &sha).await?);
+                    }
+                    report.log(dir, tenant);
+                }
+                Ok(())
+            })
+            .await
+            .map(|_| ())
     }
 
-    /// Writes a new voice (its name already validated); never replaces one.
-    pub fn insert(&self, voice: StoredVoice) -> Result<Arc<StoredVoice>, StoreError> {
-        let mut voices = self.voices.write().unwrap_or_else(|p| p.into_inner());
-        if voices.contains_key(&voice.name) {
-            return Err(StoreError::Exists(voice.name));
+    /// `op` after the migrations, within the deadline.
+    async fn bounded<T>(
+        &self,
+        op: impl std::future::Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let run = async {
+            self.prepare().await?;
+            op.await
+        };
+        let result = match tokio::time::timeout(self.timeout, run).await {
+            Ok(result) => result,
+            Err(_) => {
+                Err(StoreError::Unavailable(format!("no answer within {} ms", self.timeout.as_millis())))
+            }
+        };
+        if let Err(e @ (StoreError::Unavailable(_) | StoreError::Damaged { .. })) = &result {
+            // Clients get a bare 503; the reason is for the operator.
+            tracing::warn!(database = %self.url.redacted(), error = %e, "voice operation failed");
         }
-        if voices.len() >= self.max_voices {
-            return Err(StoreError::Full(self.max_voices));
-        }
-        std::fs::create_dir_all(&self.dir).map_err(|e| io_err(&self.dir, e))?;
-        let path = self.dir.join(format!("{}.json", voice.name));
-        let tmp = self.dir.join(format!(".{}.json.tmp-{}", voice.name, std::process::id()));
-        let bytes = serde_json::to_vec(&voice).map_err(|e| io_err(&path, e))?;
-        let written = std::fs::File::create(&tmp).and_then(|mut f| {
-            f.write_all(&bytes)?;
-            f.sync_all()
-        });
-        if let Err(e) = written.and_then(|_| std::fs::rename(&tmp, &path)) {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(io_err(&path, e));
-        }
-        let voice = Arc::new(voice);
-        voices.insert(voice.name.clone(), voice.clone());
-        Ok(voice)
+        result
     }
 
-    /// Deletes a voice; `false` if there was none.
-    pub fn remove(&self, name: &str) -> Result<bool, StoreError> {
-        let mut voices = self.voices.write().unwrap_or_else(|p| p.into_inner());
-        if !voices.contains_key(name) {
-            return Ok(false);
+    /// Stores a new voice for `tenant` (its name already validated); never replaces one. Returns
+    /// once the row is committed.
+    pub async fn insert(&self, tenant: &Tenant, voice: &StoredVoice) -> Result<(), StoreError> {
+        self.bounded(async {
+            let added = self.insert_row(tenant, voice, Some(self.max_voices)).await?;
+            if added {
+                return Ok(());
+            }
+            if self.exists_row(tenant, &voice.name).await? {
+                Err(StoreError::Exists(voice.name.clone()))
+            } else {
+                Err(StoreError::Full(self.max_voices))
+            }
+        })
+        .await
+    }
+
+    /// One `INSERT`: nothing when the name is taken or (with `cap`) the tenant holds `cap` voices.
+    async fn insert_row(
+        &self,
+        tenant: &Tenant,
+        v: &StoredVoice,
+        cap: Option<usize>,
+    ) -> Result<bool, StoreError> {
+        const SQL: &str = "INSERT INTO voices (tenant, name, model_type, model_size, hidden_size, \
+             has_transcript, reference_frames, seconds, created_unix_s, voice) \
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 \
+             WHERE (SELECT COUNT(*) FROM voices WHERE tenant = $1) < $11 \
+             ON CONFLICT (tenant, name) DO NOTHING";
+        let cap = cap.map_or(i64::MAX, |c| c as i64);
+        let s = v.summary();
+        let rows = on_pool!(&self.pool, p => sqlx::query(SQL)
+            .bind(tenant.as_str())
+            .bind(&v.name)
+            .bind(&s.model.model_type)
+            .bind(&s.model.size)
+            .bind(s.model.hidden_size as i64)
+            .bind(s.has_transcript)
+            .bind(s.reference_frames as i64)
+            .bind(s.seconds as f64)
+            .bind(s.created_unix_s as i64)
+            .bind(v.to_json())
+            .bind(cap)
+            .execute(p)
+            .await
+            .map_err(unavailable)?
+            .rows_affected());
+        Ok(rows == 1)
+    }
+
+    async fn exists_row(&self, tenant: &Tenant, name: &str) -> Result<bool, StoreError> {
+        const SQL: &str = "SELECT COUNT(*) FROM voices WHERE tenant = $1 AND name = $2";
+        let n: i64 = on_pool!(&self.pool, p => sqlx::query_scalar(SQL)
+            .bind(tenant.as_str())
+            .bind(name)
+            .fetch_one(p)
+            .await
+            .map_err(unavailable)?);
+        Ok(n > 0)
+    }
+
+    /// Whether `tenant` has a voice of that name.
+    pub async fn exists(&self, tenant: &Tenant, name: &str) -> Result<bool, StoreError> {
+        self.bounded(self.exists_row(tenant, name)).await
+    }
+
+    /// `tenant`'s voice of that name.
+    pub async fn get(&self, tenant: &Tenant, name: &str) -> Result<Option<StoredVoice>, StoreError> {
+        const SQL: &str = "SELECT voice FROM voices WHERE tenant = $1 AND name = $2";
+        self.bounded(async {
+            let json: Option<String> = on_pool!(&self.pool, p => sqlx::query_scalar(SQL)
+                .bind(tenant.as_str())
+                .bind(name)
+                .fetch_optional(p)
+                .await
+                .map_err(unavailable)?);
+            json.map(|j| {
+                StoredVoice::from_json(j.as_bytes(), name)
+                    .map_err(|message| StoreError::Damaged { name: name.to_string(), message })
+            })
+            .transpose()
+        })
+        .await
+    }
+
+    /// `tenant`'s voices by name, or (for operators) every tenant's voices by tenant and name.
+    pub async fn list(&self, tenant: Option<&Tenant>) -> Result<Vec<(Tenant, VoiceSummary)>, StoreError> {
+        const ONE: &str = "SELECT tenant, name, model_type, model_size, hidden_size, has_transcript, \
+             reference_frames, seconds, created_unix_s FROM voices WHERE tenant = $1 ORDER BY name";
+        const ALL: &str = "SELECT tenant, name, model_type, model_size, hidden_size, has_transcript, \
+             reference_frames, seconds, created_unix_s FROM voices ORDER BY tenant, name";
+        self.bounded(async {
+            let rows = on_pool!(&self.pool, p => {
+                let query = match tenant {
+                    Some(t) => sqlx::query(ONE).bind(t.as_str()),
+                    None => sqlx::query(ALL),
+                };
+                query.fetch_all(p).await.map_err(unavailable)?.iter().map(summary_row).collect::<Result<Vec<_>, _>>()
+            });
+            rows.map_err(unavailable)
+        })
+        .await
+    }
+
+    /// Deletes `tenant`'s voice; `false` if it has none of that name.
+    pub async fn remove(&self, tenant: &Tenant, name: &str) -> Result<bool, StoreError> {
+        const SQL: &str = "DELETE FROM voices WHERE tenant = $1 AND name = $2";
+        self.bounded(async {
+            let rows = on_pool!(&self.pool, p => sqlx::query(SQL)
+                .bind(tenant.as_str())
+                .bind(name)
+                .execute(p)
+                .await
+                .map_err(unavailable)?
+                .rows_affected());
+            Ok(rows > 0)
+        })
+        .await
+    }
+
+    /// Imports every voice file of `dir` into `tenant`'s voices, each file once: a file imported
+    /// before is skipped even if its voice was deleted since. Not bounded by `voices.max_voices`
+    /// (an operator's import keeps everything). Unreadable files are reported, not fatal.
+    pub async fn import_dir(&self, dir: &Path, tenant: &Tenant) -> Result<ImportReport, StoreError> {
+        let (files, unreadable) = read_voice_files(dir)
+            .map_err(|e| StoreError::Unavailable(format!("reading {}: {e}", dir.display())))?;
+        let mut report = ImportReport { unreadable, ..Default::default() };
+        for (voice, sha) in files {
+            report.record(voice.name.clone(), self.bounded(self.import_row(tenant, &voice, &sha)).await?);
         }
-        let path = self.dir.join(format!("{name}.json"));
-        match std::fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_err(&path, e)),
+        Ok(report)
+    }
+
+    async fn import_row(
+        &self,
+        tenant: &Tenant,
+        voice: &StoredVoice,
+        sha256: &str,
+    ) -> Result<Imported, StoreError> {
+        const SEEN: &str =
+            "SELECT COUNT(*) FROM voice_imports WHERE tenant = $1 AND name = $2 AND sha256 = $3";
+        const MARK: &str = "INSERT INTO voice_imports (tenant, name, sha256, imported_unix_s) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING";
+        let seen: i64 = on_pool!(&self.pool, p => sqlx::query_scalar(SEEN)
+            .bind(tenant.as_str())
+            .bind(&voice.name)
+            .bind(sha256)
+            .fetch_one(p)
+            .await
+            .map_err(unavailable)?);
+        if seen > 0 {
+            return Ok(Imported::AlreadyImported);
         }
-        voices.remove(name);
-        Ok(true)
+        let added = self.insert_row(tenant, voice, None).await?;
+        let now =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        on_pool!(&self.pool, p => sqlx::query(MARK)
+            .bind(tenant.as_str())
+            .bind(&voice.name)
+            .bind(sha256)
+            .bind(now as i64)
+            .execute(p)
+            .await
+            .map(|_| ())
+            .map_err(unavailable)?);
+        Ok(if added { Imported::Added } else { Imported::NameTaken })
+    }
+
+    /// Closes the pool's connections.
+    pub async fn close(&self) {
+        self.pool.close().await
     }
 }
 
-fn read_voice(path: &Path, stem: &str) -> Result<StoredVoice, String> {
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    let voice: StoredVoice = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
-    voice.check(stem)?;
-    Ok(voice)
+fn summary_row<R: Row>(row: &R) -> Result<(Tenant, VoiceSummary), sqlx::Error>
+where
+    usize: sqlx::ColumnIndex<R>,
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> f64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> bool: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    let tenant: String = row.try_get(0)?;
+    let tenant = Tenant::new(&tenant).map_err(|e| sqlx::Error::Decode(e.into()))?;
+    let summary = VoiceSummary {
+        name: row.try_get(1)?,
+        model: ModelStamp {
+            model_type: row.try_get(2)?,
+            size: row.try_get(3)?,
+            hidden_size: row.try_get::<i64, _>(4)? as usize,
+        },
+        has_transcript: row.try_get(5)?,
+        reference_frames: row.try_get::<i64, _>(6)? as usize,
+        seconds: row.try_get::<f64, _>(7)? as f32,
+        created_unix_s: row.try_get::<i64, _>(8)? as u64,
+    };
+    Ok((tenant, summary))
 }
-
-#[cfg(test)]
-#[path = "store_tests.rs"]
-mod tests;

@@ -37,8 +37,10 @@ async fn upload_with_a_transcript_stores_an_icl_voice_without_the_audio() {
         (Some("clip"), Some("cloned"), Some(true))
     );
     assert_eq!(v["reference_frames"], 25, "ceil(2 s × 12.5 Hz)");
-    let file = std::fs::read(dir.join("clip.json")).unwrap();
-    assert!(!file.windows(4).any(|w| w == b"RIFF"), "the audio is not stored");
+    for file in ["voices.db", "voices.db-wal"] {
+        let bytes = std::fs::read(dir.join(file)).unwrap_or_default();
+        assert!(!bytes.windows(4).any(|w| w == b"RIFF"), "the audio is not stored ({file})");
+    }
     let body = serde_json::json!({"text": "Hello.", "voice": "clip", "greedy": true, "max_frames": 2});
     assert_eq!(post_json(&state, "/v1/tts", body).await.status, 200);
     std::fs::remove_dir_all(dir).unwrap();
@@ -53,10 +55,9 @@ async fn upload_without_a_transcript_stores_an_x_vector_voice() {
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.json()["has_transcript"], false);
     assert_eq!(r.json()["reference_frames"], 0);
-    assert_eq!(
-        state.voices.get("plain").unwrap().x_vector.len(),
-        state.model.config.talker_config.hidden_size
-    );
+    let tenant = lyre_server::tenants::Tenant::default_tenant();
+    let stored = state.voices.get(&tenant, "plain").await.unwrap().unwrap();
+    assert_eq!(stored.x_vector.len(), state.model.config.talker_config.hidden_size);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -72,7 +73,7 @@ async fn upload_refuses_clips_that_are_not_audio_too_short_or_too_long() {
         let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
         assert!(msg.contains(what), "{msg}");
     }
-    assert!(state.voices.list().is_empty());
+    assert!(stored_names(&state).await.is_empty());
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -82,7 +83,8 @@ async fn websocket_ref_audio_clones_once_and_speaks() {
     let state = app(&fixture("tiny-base"), &dir);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, router(state)).await });
+    let served = state.clone();
+    tokio::spawn(async move { axum::serve(listener, router(served)).await });
     let mut req = format!("ws://{addr}/v1/tts/stream").into_client_request().unwrap();
     req.headers_mut().insert("sec-websocket-protocol", "lyre".parse().unwrap());
     let (mut ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
@@ -103,5 +105,19 @@ async fn websocket_ref_audio_clones_once_and_speaks() {
         }
     }
     assert_eq!(types, ["started", "done"]);
-    assert!(!dir.exists(), "one-off clones are not stored");
+    assert!(stored_names(&state).await.is_empty(), "one-off clones are not stored");
+}
+
+#[tokio::test]
+async fn concurrent_uploads_of_one_name_store_exactly_one() {
+    let dir = temp_dir("enc-race");
+    let state = app(&fixture("tiny-base"), &dir);
+    let clip = wav_clip(1.0, 24_000);
+    let parts = [Part::Text("name", "same"), Part::File("audio", &clip)];
+    let replies = futures_util::future::join_all((0..4).map(|_| post_multipart(&state, &parts))).await;
+    let mut statuses: Vec<u16> = replies.iter().map(|r| r.status).collect();
+    statuses.sort();
+    assert_eq!(statuses, [201, 409, 409, 409], "exactly one upload of a name wins");
+    assert_eq!(stored_names(&state).await, ["same"]);
+    std::fs::remove_dir_all(dir).unwrap();
 }

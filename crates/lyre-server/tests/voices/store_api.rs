@@ -23,13 +23,15 @@ async fn stored_voices_survive_a_restart_and_delete_removes_them() {
     let state = app(&fixture("tiny-base"), &dir);
     let icl = case_voice("okay_icl", "e2e_base_icl_stream_english", &state.model);
     let xvec = case_voice("Okay-Xvec", "e2e_base_xvec_stream_english", &state.model);
-    state.voices.insert(icl.clone()).unwrap();
-    state.voices.insert(xvec).unwrap();
-    assert!(dir.join("okay_icl.json").is_file() && dir.join("Okay-Xvec.json").is_file());
+    keep(&state, &icl).await;
+    keep(&state, &xvec).await;
+    assert!(dir.join("voices.db").is_file(), "the default database is a SQLite file in voices.dir");
 
-    // A restart: a new store instance reads the files.
+    // A restart: a new store instance reads the database.
     let restarted = app(&fixture("tiny-base"), &dir);
-    assert_eq!(*restarted.voices.get("okay_icl").unwrap(), icl, "the voice round-trips exactly");
+    let tenant = lyre_server::tenants::Tenant::default_tenant();
+    let back = restarted.voices.get(&tenant, "okay_icl").await.unwrap().unwrap();
+    assert_eq!(back, icl, "the voice round-trips exactly");
     let r = get(&restarted, "/v1/voices").await;
     assert_eq!(r.status, 200);
     let v = r.json();
@@ -46,12 +48,10 @@ async fn stored_voices_survive_a_restart_and_delete_removes_them() {
 
     let r = delete(&restarted, "/v1/voices/okay_icl").await;
     assert_eq!(r.status, 204);
-    assert!(!dir.join("okay_icl.json").exists(), "the file is gone");
     let r = delete(&restarted, "/v1/voices/okay_icl").await;
     assert_eq!(r.error(), (404, "unknown_voice".into(), Some("name".into())));
     let again = app(&fixture("tiny-base"), &dir);
-    let names: Vec<String> = again.voices.list().iter().map(|v| v.name.clone()).collect();
-    assert_eq!(names, ["Okay-Xvec"]);
+    assert_eq!(stored_names(&again).await, ["Okay-Xvec"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -62,7 +62,7 @@ type Expected<'a> = (u16, &'a str, Option<&'a str>);
 async fn upload_mistakes_are_4xx_errors_naming_the_field() {
     let dir = temp_dir("mistakes");
     let state = app(&fixture("tiny-base"), &dir);
-    state.voices.insert(case_voice("taken", "e2e_base_xvec_stream_english", &state.model)).unwrap();
+    keep(&state, &case_voice("taken", "e2e_base_xvec_stream_english", &state.model)).await;
     let clip = wav_clip(1.0, 24_000);
     let long_name = "x".repeat(65);
     let cases: Vec<(Vec<Part>, Expected)> = vec![
@@ -103,9 +103,8 @@ async fn upload_mistakes_are_4xx_errors_naming_the_field() {
     let big = vec![0u8; 80 * 1024];
     let r = post_multipart(&state, &[Part::Text("name", "big"), Part::File("audio", &big)]).await;
     assert_eq!((r.status, r.error().1.as_str()), (413, "body_too_large"));
-    // Nothing was written besides the voice that was there.
-    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(files, ["taken.json"]);
+    // Nothing was stored besides the voice that was there.
+    assert_eq!(stored_names(&state).await, ["taken"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -116,7 +115,7 @@ async fn delete_refuses_paths_and_presets() {
     std::fs::write(outside.join("victim.json"), b"{}").unwrap();
     let dir = outside.join("voices");
     let state = app(&fixture("tiny-base"), &dir);
-    state.voices.insert(case_voice("keep", "e2e_base_xvec_stream_english", &state.model)).unwrap();
+    keep(&state, &case_voice("keep", "e2e_base_xvec_stream_english", &state.model)).await;
     for uri in [
         "/v1/voices/..%2Fvictim",
         "/v1/voices/%2E%2E%2Fvictim",
@@ -132,7 +131,7 @@ async fn delete_refuses_paths_and_presets() {
     let r = delete(&state, "/v1/voices/../victim").await;
     assert!((400..500).contains(&r.status), "{}", r.status);
     assert!(outside.join("victim.json").is_file(), "nothing outside the voice directory was touched");
-    assert!(dir.join("keep.json").is_file());
+    assert_eq!(stored_names(&state).await, ["keep"]);
     let cv = app(&fixture("tiny-custom-voice"), &temp_dir("cv-delete"));
     let r = delete(&cv, "/v1/voices/vivian").await;
     assert_eq!(r.error(), (400, "preset_voice".into(), Some("name".into())));

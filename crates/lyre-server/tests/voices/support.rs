@@ -17,6 +17,7 @@ use lyre_engine::{Engine, EngineOptions};
 use lyre_server::config::{EngineSection, ServerConfig};
 use lyre_server::http::{router, AppState, KeyRegistry};
 use lyre_server::scheduler::{spawn_worker, Scheduler, Shared, WorkerOptions};
+use lyre_server::tenants::Tenant;
 use lyre_server::voices::{Encoders, StoredVoice, VoiceStore};
 use tower::ServiceExt;
 
@@ -96,22 +97,40 @@ fn worker(model_dir: &Path, cfg: &ServerConfig) -> Worker {
     w
 }
 
-/// The server's state for a model, with its voice store at `voices_dir` (opened afresh: a new
-/// store instance reads what is on disk, as after a restart).
+/// The server's state for a model, with its voice store in `voices_dir` (a SQLite database
+/// opened afresh: a new store instance reads what is on disk, as after a restart).
 pub fn app(model_dir: &Path, voices_dir: &Path) -> AppState {
-    let cfg = config(voices_dir);
+    app_with(model_dir, voices_dir, |_| {})
+}
+
+/// [`app`] with changes to the configuration (keys and tenants, another database, ...).
+pub fn app_with(model_dir: &Path, voices_dir: &Path, edit: impl FnOnce(&mut ServerConfig)) -> AppState {
+    let mut cfg = config(voices_dir);
+    edit(&mut cfg);
+    cfg.validate().unwrap();
     let (scheduler, model) = worker(model_dir, &cfg);
-    let voices = Arc::new(VoiceStore::open(voices_dir, cfg.voices.max_voices).unwrap());
+    let voices = Arc::new(VoiceStore::from_config(&cfg).unwrap());
     AppState {
         scheduler,
         model: model.clone(),
+        keys: Arc::new(KeyRegistry::from_config(&cfg.auth).unwrap()),
         config: Arc::new(cfg),
         metrics: None,
-        keys: Arc::new(KeyRegistry::new(&[], 0)),
         demo: false,
         voices,
         encoders: Arc::new(Encoders::new(model)),
     }
+}
+
+/// Stores a voice for the tenant of a server without keys.
+pub async fn keep(state: &AppState, voice: &StoredVoice) {
+    state.voices.insert(&Tenant::default_tenant(), voice).await.unwrap();
+}
+
+/// The names of the default tenant's stored voices.
+pub async fn stored_names(state: &AppState) -> Vec<String> {
+    let list = state.voices.list(Some(&Tenant::default_tenant())).await.unwrap();
+    list.into_iter().map(|(_, v)| v.name).collect()
 }
 
 pub struct Reply {

@@ -10,18 +10,18 @@ use crate::support::*;
 
 const TEXT: &str = "Hello world, this is a test.";
 
-fn base_with_voices(tag: &str) -> (AppState, std::path::PathBuf) {
+async fn base_with_voices(tag: &str) -> (AppState, std::path::PathBuf) {
     let dir = temp_dir(tag);
     let state = app(&fixture("tiny-base"), &dir);
     for (name, case) in [("okay", "e2e_base_icl_stream_english"), ("xvec", "e2e_base_xvec_stream_english")] {
-        state.voices.insert(case_voice(name, case, &state.model)).unwrap();
+        keep(&state, &case_voice(name, case, &state.model)).await;
     }
     (state, dir)
 }
 
 #[tokio::test]
 async fn stored_voices_reproduce_the_reference_cases_over_http() {
-    let (state, dir) = base_with_voices("http");
+    let (state, dir) = base_with_voices("http").await;
     for (voice, case) in [("okay", "e2e_base_icl_stream_english"), ("xvec", "e2e_base_xvec_stream_english")] {
         let body = serde_json::json!({
             "text": TEXT, "voice": voice, "language": "english", "text_mode": "streaming",
@@ -52,11 +52,11 @@ async fn stored_voices_reproduce_the_reference_cases_over_http() {
 
 #[tokio::test]
 async fn unknown_and_foreign_voices_are_clear_400s() {
-    let (state, dir) = base_with_voices("refusals");
+    let (state, dir) = base_with_voices("refusals").await;
     let body = serde_json::json!({"text": TEXT, "voice": "nobody"});
     let r = post_json(&state, "/v1/tts", body).await;
     assert_eq!(r.error(), (400, "unknown_voice".into(), Some("voice".into())));
-    assert!(r.json()["error"]["message"].as_str().unwrap().contains("okay"), "lists the stored voices");
+    assert!(r.json()["error"]["message"].as_str().unwrap().contains("GET /v1/voices"), "says where to look");
     let r = post_json(&state, "/v1/tts", serde_json::json!({"text": TEXT})).await;
     assert_eq!(r.error(), (400, "invalid_request".into(), Some("voice".into())));
     let r =
@@ -114,7 +114,7 @@ async fn send(ws: &mut Ws, v: serde_json::Value) {
 
 #[tokio::test]
 async fn websocket_start_ref_audio_mistakes_are_error_messages() {
-    let (state, dir) = base_with_voices("ws-mistakes");
+    let (state, dir) = base_with_voices("ws-mistakes").await;
     let mut ws = socket(state).await;
     let start = |extra: serde_json::Value| {
         let mut m = serde_json::json!({"type": "start", "text": "Hi."});
@@ -148,7 +148,7 @@ async fn websocket_start_ref_audio_mistakes_are_error_messages() {
 /// streaming mode: the prompt waits until the reference frames have text to pair with.
 #[tokio::test]
 async fn websocket_stored_icl_voice_with_streamed_text_matches_the_reference() {
-    let (state, dir) = base_with_voices("ws-icl");
+    let (state, dir) = base_with_voices("ws-icl").await;
     let mut ws = socket(state).await;
     send(
         &mut ws,

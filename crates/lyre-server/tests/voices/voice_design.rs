@@ -68,7 +68,7 @@ async fn voice_design_lists_no_voices_and_requires_an_instruct() {
 async fn voice_design_refuses_cloned_voices() {
     let dir = temp_dir("vd-cloned");
     let base = app(&fixture("tiny-base"), &dir);
-    base.voices.insert(case_voice("okay", "e2e_base_icl_stream_english", &base.model)).unwrap();
+    keep(&base, &case_voice("okay", "e2e_base_icl_stream_english", &base.model)).await;
     let state = app(&voice_design_fixture(), &dir);
     let listed = get(&state, "/v1/voices").await.json();
     assert_eq!(listed["voices"][0]["usable"], false, "{listed}");
