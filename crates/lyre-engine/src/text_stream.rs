@@ -14,11 +14,22 @@
 //! 1. **NFC.** Text is normalised only up to the last character that never combines with
 //!    what precedes it (anything but a combining mark or a Hangul medial/final jamo). NFC of
 //!    the concatenation equals the concatenation of NFC on either side of such a cut.
-//! 2. **Pre-tokens.** The Qwen2 split regex has a lookahead but no lookbehind, so matching
-//!    restarts identically at any released boundary. A match starting in character-class
-//!    run *i* (letters, numbers, whitespace, other) never examines text beyond the first
-//!    character of run *i + 3*, so every pre-token starting before the third-to-last run of
-//!    the normalised text is final; BPE works within pre-tokens, so their tokens are final.
+//! 2. **Pre-tokens.** Both split patterns ([`SplitRule`]) have a lookahead but no lookbehind,
+//!    so matching restarts identically at any released boundary. Cut the normalised text into
+//!    runs of letters, of numbers, and of everything else (whitespace, punctuation, symbols);
+//!    under the case-aware pattern a combining mark joins the run of the character before it.
+//!    A match starting in run *i* never examines text beyond the first character of run *i + 2*,
+//!    so every pre-token starting before the second-to-last run is final; BPE works within
+//!    pre-tokens, so their tokens are final. Why, alternative by alternative:
+//!    * letters: at most one prefix character from run *i* (a space, punctuation, or a mark),
+//!      then only letters (and, case-aware, marks) of run *i* or *i + 1*; case changes may end a
+//!      pre-token inside a letter run, never after it. Qwen2's contractions (`'ll`) read at most
+//!      two letters past the apostrophe.
+//!    * numbers: one character.
+//!    * punctuation, whitespace and line breaks (` ?[^\s\p{L}\p{N}]+[\r\n/]*`, `\s*[\r\n]+`,
+//!      `\s+(?!\S)`, `\s+`): only characters of the everything-else run they start in, and the
+//!      one character after it. Keeping whitespace and punctuation in one class matters: the
+//!      case-aware `[\r\n/]*` runs on through any mix of line breaks and slashes.
 //! 3. **Reserved tokens.** A suffix that could still grow into an added token such as
 //!    `<|im_end|>` stays raw; a piece completing one is rejected (field `text`).
 
@@ -27,15 +38,18 @@ use std::sync::OnceLock;
 use tokenizers::utils::SysRegex;
 use tokenizers::NormalizedString;
 
-use crate::checkpoint::tokenizer::{TextTokenizer, QWEN2_SPLIT_PATTERN};
+use crate::checkpoint::tokenizer::{SplitRule, TextTokenizer};
 use crate::error::{EngineError, Result};
 
 /// The role part of the segment; its two tokens (`assistant`, `\n`) are not released.
 const ROLE: &str = "assistant\n";
 const ROLE_TOKENS: usize = 2;
 
-/// Maximal runs of one character class: letters, numbers, whitespace, anything else.
-const CLASS_RUNS: &str = r"\p{L}+|\p{N}+|\s+|[^\s\p{L}\p{N}]+";
+/// Maximal runs of one character class: letters, numbers, everything else.
+const QWEN2_CLASS_RUNS: &str = r"\p{L}+|\p{N}+|[^\p{L}\p{N}]+";
+/// The same classes with each combining mark in the run of the character before it (a mark
+/// with nothing before it is "everything else").
+const CASE_AWARE_CLASS_RUNS: &str = r"\p{L}[\p{L}\p{M}]*|\p{N}[\p{N}\p{M}]*|[^\p{L}\p{N}]+";
 
 /// Characters that NFC may combine with what precedes them (checked with Python's
 /// `unicodedata`: every other character that combines backwards is a mark).
@@ -92,7 +106,7 @@ impl TextStream {
         }
         let end = self.raw_from + self.normalisable_len(tok);
         self.normalise_to(end);
-        self.release(tok, self.final_len())
+        self.release(tok, self.final_len(tok.split_rule()))
     }
 
     /// Marks the end of the text and returns all tokens not yet released. Calling it again
@@ -138,13 +152,14 @@ impl TextStream {
     }
 
     /// Length of the longest prefix of the normalised text made of final pre-tokens.
-    fn final_len(&self) -> usize {
+    fn final_len(&self, rule: SplitRule) -> usize {
         let normalised = &self.buf[..self.raw_from];
-        let runs: Vec<usize> = patterns().class_runs.find_iter(normalised).map(|(start, _)| start).collect();
-        let Some(unsettled) = runs.len().checked_sub(3).map(|i| runs[i]) else {
+        let patterns = split_patterns(rule);
+        let runs: Vec<usize> = patterns.class_runs.find_iter(normalised).map(|(start, _)| start).collect();
+        let Some(unsettled) = runs.len().checked_sub(2).map(|i| runs[i]) else {
             return 0;
         };
-        patterns()
+        patterns
             .split
             .find_iter(normalised)
             .take_while(|&(start, _)| start < unsettled)
@@ -180,32 +195,35 @@ fn nfc(text: &str) -> String {
 
 fn nfc_joiner(c: char) -> bool {
     let mut utf8 = [0; 4];
-    let mut matches = patterns().nfc_joiner.find_iter(c.encode_utf8(&mut utf8));
-    !c.is_ascii() && matches.next().is_some()
+    static JOINER: OnceLock<SysRegex> = OnceLock::new();
+    let joiner = JOINER.get_or_init(|| compile(NFC_JOINER));
+    !c.is_ascii() && joiner.find_iter(c.encode_utf8(&mut utf8)).next().is_some()
 }
 
-struct Patterns {
+/// A split pattern and the character-class runs its hold-back rule counts.
+struct SplitPatterns {
     split: SysRegex,
     class_runs: SysRegex,
-    nfc_joiner: SysRegex,
 }
 
-fn patterns() -> &'static Patterns {
-    static PATTERNS: OnceLock<Patterns> = OnceLock::new();
-    PATTERNS.get_or_init(|| {
-        let compile = |pattern| SysRegex::new(pattern).expect("constant regex compiles");
-        Patterns {
-            split: compile(QWEN2_SPLIT_PATTERN),
-            class_runs: compile(CLASS_RUNS),
-            nfc_joiner: compile(NFC_JOINER),
-        }
-    })
+fn split_patterns(rule: SplitRule) -> &'static SplitPatterns {
+    static QWEN2: OnceLock<SplitPatterns> = OnceLock::new();
+    static CASE_AWARE: OnceLock<SplitPatterns> = OnceLock::new();
+    let (cell, runs) = match rule {
+        SplitRule::Qwen2 => (&QWEN2, QWEN2_CLASS_RUNS),
+        SplitRule::CaseAware => (&CASE_AWARE, CASE_AWARE_CLASS_RUNS),
+    };
+    cell.get_or_init(|| SplitPatterns { split: compile(rule.pattern()), class_runs: compile(runs) })
+}
+
+fn compile(pattern: &str) -> SysRegex {
+    SysRegex::new(pattern).expect("constant regex compiles")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkpoint::tokenizer::tests::tokenizer;
+    use crate::checkpoint::tokenizer::tests::{qwen2_tokenizer, tokenizer};
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
@@ -232,13 +250,27 @@ mod tests {
         "",
         "a",
         "x.\n",
+        "iPhone and McDonald's use JavaScript on an HTTPServer.",
+        "NASA's GPT-4o met IBM's CEO; XMLHttpRequest2 aBcDeF ABCdef abcDEF.",
+        "\u{1C5}emal \u{1C8}ubica \u{2B0}aspirated D\u{17D}ungla \u{141}\u{F3}d\u{17A}City",
+        "สวัสดีครับ ผมชื่อสมชาย ยินดีที่ได้รู้จัก",
+        "नमस्ते, आप कैसे हैं? मैं ठीक हूँ। क्षत्रिय ज्ञान",
+        "வணக்கம், நீங்கள் எப்படி இருக்கிறீர்கள்?",
+        "اَلسَّلَامُ عَلَيْكُمْ and שָׁלוֹם עוֹלָם",
+        "Tiếng Việt: Hà Nội, ThànhPhố Hồ Chí Minh.",
+        "See https://example.com/docs/API/v2/getUserID?x=1, a/b, (c)/d, C:/Users/ and //\n/",
+        "Marks after anything: .\u{301}. 1\u{301}a \u{301}x \n\u{301}\n A\u{301}B\u{301}c \u{301}\u{301}",
+        // Case-aware `[\r\n/]*` runs on through line breaks and slashes.
+        "x| _\r\n//\u{5b8}ก and .\n/\n/\r\n/x, ;\n\n//\n y",
     ];
 
     /// Fragments for random texts: each is awkward at a boundary in some way.
     const FRAGMENTS: &[&str] = &[
         "Hello", "world", " ", "  ", "\n", "\r\n", "\t", " \n ", "don't", "'s", "'ll", "123", "4", ".", ",",
         "!?", "...", "-", "e", "\u{301}", "\u{327}", "\u{1100}", "\u{1161}", "\u{11A8}", "가", "你好", "。",
-        "😀", "👍🏽", "\u{200d}", "<", "|", "<|im_", "_", "Å", "\u{212B}", "ſ",
+        "😀", "👍🏽", "\u{200d}", "<", "|", "<|im_", "_", "Å", "\u{212B}", "ſ", "Mc", "Donald", "iPhone",
+        "HTTP", "Server", "A", "b", "\u{1C5}", "\u{2B0}", "ก", "\u{E31}", "\u{E35}", "น", "\u{94D}", "स",
+        "ते", "\u{93C}", "/", "//", ":/", "\u{5B8}", "ש", "\u{64E}", "ا", "ế", "\r", "'re", "\n/",
     ];
 
     fn whole_text_ids(tok: &TextTokenizer, text: &str) -> Vec<u32> {
@@ -279,27 +311,34 @@ mod tests {
     fn assert_streams_exactly(tok: &TextTokenizer, rng: &mut StdRng, text: &str) {
         let expected = whole_text_ids(tok, text);
         let chars: Vec<&str> = text.split_inclusive(|_| true).collect();
-        assert_eq!(stream_ids(tok, &chars), expected, "char by char: {text:?}");
-        assert_eq!(stream_ids(tok, &[text]), expected, "one piece: {text:?}");
+        assert_eq!(stream_ids(tok, &chars), expected, "{:?}: char by char: {text:?}", tok.split_rule());
+        assert_eq!(stream_ids(tok, &[text]), expected, "{:?}: one piece: {text:?}", tok.split_rule());
         for p in [0.05, 0.2, 0.5, 0.8] {
             let pieces = random_pieces(rng, text, p);
-            assert_eq!(stream_ids(tok, &pieces), expected, "pieces {pieces:?}");
+            assert_eq!(stream_ids(tok, &pieces), expected, "{:?}: pieces {pieces:?}", tok.split_rule());
         }
+    }
+
+    fn both_rules() -> [&'static TextTokenizer; 2] {
+        let (case_aware, qwen2) = (tokenizer(), qwen2_tokenizer());
+        assert_eq!((case_aware.split_rule(), qwen2.split_rule()), (SplitRule::CaseAware, SplitRule::Qwen2));
+        [case_aware, qwen2]
     }
 
     #[test]
     fn streamed_tokens_equal_whole_text_tokens() {
-        let tok = tokenizer();
-        let mut rng = StdRng::seed_from_u64(0x1f2e);
-        for text in TEXTS {
-            assert_streams_exactly(tok, &mut rng, text);
-        }
-        let mut checked = 0;
-        while checked < 300 {
-            let text = random_text(&mut rng);
-            if tok.find_reserved(&text).is_none() {
-                assert_streams_exactly(tok, &mut rng, &text);
-                checked += 1;
+        for (seed, tok) in both_rules().into_iter().enumerate() {
+            let mut rng = StdRng::seed_from_u64(0x1f2e + seed as u64);
+            for text in TEXTS {
+                assert_streams_exactly(tok, &mut rng, text);
+            }
+            let mut checked = 0;
+            while checked < 300 {
+                let text = random_text(&mut rng);
+                if tok.find_reserved(&text).is_none() {
+                    assert_streams_exactly(tok, &mut rng, &text);
+                    checked += 1;
+                }
             }
         }
     }
@@ -308,19 +347,20 @@ mod tests {
     /// normalised segment gives the whole segment's tokens from that boundary on.
     #[test]
     fn tokenizing_restarts_exactly_at_pre_token_boundaries() {
-        let tok = tokenizer();
-        for text in TEXTS {
-            let segment = nfc(&format!("{ROLE}{text}"));
-            let whole = tok.encode_with_starts(&segment).unwrap();
-            for (cut, _) in patterns().split.find_iter(&segment) {
-                let expected: Vec<_> =
-                    whole.iter().filter(|&&(_, start)| start >= cut).map(|&(id, s)| (id, s - cut)).collect();
-                assert_eq!(
-                    tok.encode_with_starts(&segment[cut..]).unwrap(),
-                    expected,
-                    "{segment:?} at {cut}"
-                );
+        for tok in both_rules() {
+            for text in TEXTS {
+                restarts_exactly(tok, text);
             }
+        }
+    }
+
+    fn restarts_exactly(tok: &TextTokenizer, text: &str) {
+        let segment = nfc(&format!("{ROLE}{text}"));
+        let whole = tok.encode_with_starts(&segment).unwrap();
+        for (cut, _) in split_patterns(tok.split_rule()).split.find_iter(&segment) {
+            let expected: Vec<_> =
+                whole.iter().filter(|&&(_, start)| start >= cut).map(|&(id, s)| (id, s - cut)).collect();
+            assert_eq!(tok.encode_with_starts(&segment[cut..]).unwrap(), expected, "{segment:?} at {cut}");
         }
     }
 

@@ -3,6 +3,7 @@
 pub mod config;
 pub mod expected;
 mod model_dir;
+mod split_rule;
 pub mod tokenizer;
 pub mod weights;
 

@@ -3,8 +3,10 @@
 //! Qwen3-TTS checkpoints ship `vocab.json`, `merges.txt` and `tokenizer_config.json` but no
 //! `tokenizer.json`, so the tokenizer is assembled here the way Hugging Face's
 //! `Qwen2TokenizerFast` converts the slow files: byte-level BPE (no unk, no dropout), NFC,
-//! the Qwen2 split regex followed by a regex-free ByteLevel pre-tokenizer, a ByteLevel
-//! decoder, and the added tokens of `added_tokens_decoder` (never normalised).
+//! a split regex followed by a regex-free ByteLevel pre-tokenizer, a ByteLevel decoder, and the
+//! added tokens of `added_tokens_decoder` (never normalised). The split regex is the Qwen2
+//! pattern or the case-aware one, chosen from the checkpoint's `config.json` as the official
+//! loader chooses it ([`SplitRule`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,10 +19,8 @@ use tokenizers::pre_tokenizers::sequence::Sequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use tokenizers::{AddedToken, SplitDelimiterBehavior, Tokenizer};
 
+pub use super::split_rule::SplitRule;
 use crate::error::{EngineError, Result};
-
-/// The Qwen2 pre-tokenizer split pattern (used with `Isolated` behaviour).
-pub(crate) const QWEN2_SPLIT_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 const ASSISTANT_TURN: &str = "<|im_start|>assistant\n";
 const USER_TURN: &str = "<|im_start|>user\n";
@@ -31,12 +31,16 @@ pub struct TextTokenizer {
     inner: Tokenizer,
     /// Content of every added token (special or not), in id order. Users may not type them.
     reserved: Vec<String>,
+    split_rule: SplitRule,
 }
 
 impl std::fmt::Debug for TextTokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let vocab_size = self.inner.get_vocab_size(true);
-        f.debug_struct("TextTokenizer").field("vocab_size", &vocab_size).finish_non_exhaustive()
+        f.debug_struct("TextTokenizer")
+            .field("vocab_size", &vocab_size)
+            .field("split_rule", &self.split_rule)
+            .finish_non_exhaustive()
     }
 }
 
@@ -60,8 +64,18 @@ struct TokenizerConfig {
 
 impl TextTokenizer {
     /// Loads `vocab.json`, `merges.txt` and `tokenizer_config.json` from a checkpoint
-    /// directory. Errors name the file that is missing or malformed.
+    /// directory, with the split rule its `config.json` calls for. Errors name the file that is
+    /// missing or malformed.
     pub fn from_dir(dir: &Path) -> Result<Self> {
+        Self::load(dir, None)
+    }
+
+    /// [`Self::from_dir`] with the split rule given instead of decided.
+    pub fn from_dir_with_rule(dir: &Path, rule: SplitRule) -> Result<Self> {
+        Self::load(dir, Some(rule))
+    }
+
+    fn load(dir: &Path, rule: Option<SplitRule>) -> Result<Self> {
         let vocab = read_vocab(&dir.join("vocab.json"))?;
         let merges_path = dir.join("merges.txt");
         let merges = read_merges(&merges_path)?;
@@ -72,13 +86,22 @@ impl TextTokenizer {
             .build()
             .map_err(|e| EngineError::Tokenizer(format!("{}: {e}", merges_path.display())))?;
         let mut inner = Tokenizer::new(bpe);
+        let split_rule = match rule {
+            Some(rule) => rule,
+            None => SplitRule::for_checkpoint(dir, inner.get_vocab_size(false))?,
+        };
         inner.with_normalizer(Some(NFC)).map_err(tokenizer_error)?;
-        inner.with_pre_tokenizer(Some(qwen2_pre_tokenizer()?));
+        inner.with_pre_tokenizer(Some(pre_tokenizer(split_rule)?));
         inner.with_decoder(Some(ByteLevel::default()));
 
         let reserved = added.iter().map(|(_, token)| token.content.clone()).collect();
         add_tokens(&mut inner, added, &dir.join("tokenizer_config.json"))?;
-        Ok(TextTokenizer { inner, reserved })
+        Ok(TextTokenizer { inner, reserved, split_rule })
+    }
+
+    /// The pre-tokenizer's split pattern.
+    pub fn split_rule(&self) -> SplitRule {
+        self.split_rule
     }
 
     /// Encodes `s`; added tokens such as `<|im_start|>` occurring in it are recognised.
@@ -153,9 +176,9 @@ fn tokenizer_error(err: impl std::fmt::Display) -> EngineError {
     EngineError::Tokenizer(err.to_string())
 }
 
-fn qwen2_pre_tokenizer() -> Result<Sequence> {
+fn pre_tokenizer(rule: SplitRule) -> Result<Sequence> {
     let split = Split::new(
-        SplitPattern::Regex(QWEN2_SPLIT_PATTERN.to_owned()),
+        SplitPattern::Regex(rule.pattern().to_owned()),
         SplitDelimiterBehavior::Isolated,
         false,
     )
@@ -255,6 +278,15 @@ pub(crate) mod tests {
     pub(crate) fn tokenizer() -> &'static TextTokenizer {
         static TOKENIZER: OnceLock<TextTokenizer> = OnceLock::new();
         TOKENIZER.get_or_init(|| TextTokenizer::from_dir(&fixture("tiny-custom-voice")).unwrap())
+    }
+
+    /// The same files with the Qwen2 split pattern (what a checkpoint whose `config.json` names
+    /// transformers ≤ 4.57.2 gets).
+    pub(crate) fn qwen2_tokenizer() -> &'static TextTokenizer {
+        static TOKENIZER: OnceLock<TextTokenizer> = OnceLock::new();
+        TOKENIZER.get_or_init(|| {
+            TextTokenizer::from_dir_with_rule(&fixture("tiny-custom-voice"), SplitRule::Qwen2).unwrap()
+        })
     }
 
     fn base_tokenizer() -> &'static TextTokenizer {

@@ -2,11 +2,11 @@
 //! pre-norm layers of LayerNorm (with bias) → bias-free attention with RoPE (rotate-half, θ from
 //! the config) → LayerScale, and LayerNorm → fc1 → exact GELU → fc2 → LayerScale; no final norm.
 //!
-//! Attention is causal within `sliding_window` keys (key j is visible from query i iff
-//! `i - window < j ≤ i`): what transformers 4.57.3 does under `flash_attention_2`, the
-//! implementation the official README loads, and the context Mimi was trained with. Its eager and
-//! SDPA paths build a plain causal mask instead; the two agree on clips up to `window` frames
-//! (10 s at 25 Hz), which covers every reference fixture.
+//! Attention is plainly causal over the whole clip (key j is visible from query i iff `j ≤ i`),
+//! whatever the config's `sliding_window` says: the official package builds this encoder with
+//! SDPA, and transformers 4.57.3 gives Mimi's SDPA path a causal mask without the window (the
+//! `attn_implementation` a caller passes never reaches the speech tokenizer). Only clips longer
+//! than the window (250 frames, 10 s at 25 Hz) tell the two apart.
 
 use rayon::prelude::*;
 
@@ -59,7 +59,6 @@ pub(super) struct Transformer {
     head_dim: usize,
     /// `inv_freq` as PyTorch computes it in f32.
     inv_freq: Vec<f32>,
-    window: Option<usize>,
 }
 
 impl Transformer {
@@ -106,7 +105,6 @@ impl Transformer {
             kv_heads: c.num_key_value_heads,
             head_dim: d,
             inv_freq,
-            window: (c.sliding_window > 0).then_some(c.sliding_window),
         })
     }
 
@@ -150,7 +148,7 @@ impl Transformer {
         }
     }
 
-    /// Softmax(q·kᵀ / √d + mask) · v for every head; `t × heads·head_dim`.
+    /// Softmax(q·kᵀ / √d + causal mask) · v for every head; `t × heads·head_dim`.
     fn attention(&self, q: &[f32], k: &[f32], v: &[f32], t: usize) -> Vec<f32> {
         let d = self.head_dim;
         let (qs, kvs) = (self.heads * d, self.kv_heads * d);
@@ -164,11 +162,10 @@ impl Transformer {
                 let qh = View::new(q, h * d, (t, d), (qs, 1));
                 gemm(qh, View::new(k, kv, (d, t), (1, kvs)), 0.0, &mut s, t);
                 for (i, row) in s.chunks_exact_mut(t).enumerate() {
-                    let lo = self.window.map_or(0, |w| (i + 1).saturating_sub(w));
-                    let max = row[lo..=i].iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v * scale));
+                    let max = row[..=i].iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v * scale));
                     let mut sum = 0.0f32;
                     for (j, p) in row.iter_mut().enumerate() {
-                        *p = if j < lo || j > i { 0.0 } else { (*p * scale - max).exp() };
+                        *p = if j > i { 0.0 } else { (*p * scale - max).exp() };
                         sum += *p;
                     }
                     row.iter_mut().for_each(|p| *p /= sum);
