@@ -22,7 +22,7 @@ ARG LYRE_BUILD=source
 FROM ${RUST_IMAGE} AS build-source
 # The version of every Debian package follows the bookworm point release.
 # hadolint ignore=DL3008
-RUN apt-get update && apt-get install -y --no-install-recommends cmake make gcc g++ pkg-config \
+RUN apt-get update && apt-get install -y --no-install-recommends cmake make gcc g++ pkg-config libsoxr-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY rust-toolchain.toml ./
@@ -54,7 +54,7 @@ FROM ${RUNTIME_IMAGE}
 ARG WITH_MESA=false
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libvulkan1 ca-certificates curl \
+    && apt-get install -y --no-install-recommends libvulkan1 libsoxr0 ca-certificates curl \
     && if [ "$WITH_MESA" = true ]; then apt-get install -y --no-install-recommends mesa-vulkan-drivers; fi \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --user-group --home-dir /var/lib/lyre --create-home lyre \

@@ -17,7 +17,8 @@ export LYRE_SHARED="$SHARED"
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   need=()
   # postgresql: the voice store's PostgreSQL tests start throw-away clusters of it.
-  for pkg in mesa-vulkan-drivers libvulkan1 cmake sox opus-tools postgresql; do
+  # pkg-config, libsoxr-dev: the engine resamples reference clips with libsoxr.
+  for pkg in mesa-vulkan-drivers libvulkan1 cmake sox opus-tools postgresql pkg-config libsoxr-dev; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
   if [ ${#need[@]} -gt 0 ]; then
