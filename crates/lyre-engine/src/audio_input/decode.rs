@@ -108,4 +108,3 @@ pub fn decode(bytes: &[u8]) -> Result<DecodedAudio> {
 const SUPPORTED: &str = "WAV, FLAC, MP3 or Ogg Vorbis";
 /// Damaged packets skipped before a file counts as corrupt.
 const MAX_BAD_PACKETS: usize = 8;
-

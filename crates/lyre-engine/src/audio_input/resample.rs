@@ -29,7 +29,8 @@ pub fn resample(audio: &DecodedAudio, rate: u32) -> Result<Vec<f32>> {
         return Ok(audio.samples.clone());
     }
     let (from, to) = (f64::from(audio.sample_rate), f64::from(rate));
-    let mut out = if audio.samples.is_empty() { Vec::new() } else { engine::resample(&audio.samples, from, to)? };
+    let mut out =
+        if audio.samples.is_empty() { Vec::new() } else { engine::resample(&audio.samples, from, to)? };
     // librosa: n = ceil(len * (target / orig)), then `fix_length` pads with zeros or cuts.
     let len = (audio.samples.len() as f64 * (to / from)).ceil() as usize;
     out.resize(len, 0.0);
@@ -48,7 +49,8 @@ mod engine {
     pub(super) fn resample(input: &[f32], from: f64, to: f64) -> Result<Vec<f32>> {
         let failed = |e: soxr::Error| reference(format!("resampling failed: {}", e.as_str()));
         let quality = QualitySpec::new(QualityRecipe::high());
-        let mut soxr = Soxr::<Mono<f32>>::new_with_params(from, to, quality, RuntimeSpec::new(1)).map_err(failed)?;
+        let mut soxr =
+            Soxr::<Mono<f32>>::new_with_params(from, to, quality, RuntimeSpec::new(1)).map_err(failed)?;
         // python-soxr's `csoxr_split_ch`: the output buffer and input block sizes.
         let capacity = (input.len() as f64 * to / from + 1.0) as usize;
         let block = (48_000.0 * from / to).max(1000.0) as usize;
@@ -73,7 +75,9 @@ mod engine {
 
 #[cfg(not(feature = "soxr"))]
 mod engine {
-    use rubato::{Resampler, SincFixedIn, SincInterpolationParameters, SincInterpolationType, WindowFunction};
+    use rubato::{
+        Resampler, SincFixedIn, SincInterpolationParameters, SincInterpolationType, WindowFunction,
+    };
 
     use super::reference;
     use crate::error::Result;
@@ -102,7 +106,9 @@ mod engine {
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            out.extend_from_slice(&resampler.process_partial(Some(&[rest]), None).map_err(|e| failed(&e))?[0]);
+            out.extend_from_slice(
+                &resampler.process_partial(Some(&[rest]), None).map_err(|e| failed(&e))?[0],
+            );
         }
         // Flush the filter's tail until the delayed output covers the whole input.
         while out.len() < delay + expected {

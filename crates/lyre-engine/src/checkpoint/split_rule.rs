@@ -79,8 +79,8 @@ impl SplitRule {
             return Ok(SplitRule::Qwen2);
         }
         if let Some(version) = version {
-            let v = Version::parse(version)
-                .ok_or_else(|| format!("`{version}` is not a version (PEP 440)"))?;
+            let v =
+                Version::parse(version).ok_or_else(|| format!("`{version}` is not a version (PEP 440)"))?;
             if v.cmp_release(&[4, 57, 2]) != Ordering::Greater {
                 let mistral = model_type.is_none_or(|t| MISTRAL_MODEL_TYPES.contains(&t));
                 if !mistral {
@@ -159,10 +159,7 @@ impl Version {
         }
         let len = self.release.len().max(other.len());
         let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
-        (0..len)
-            .map(|i| at(&self.release, i).cmp(&at(other, i)))
-            .find(|o| o.is_ne())
-            .unwrap_or(self.suffix)
+        (0..len).map(|i| at(&self.release, i).cmp(&at(other, i))).find(|o| o.is_ne()).unwrap_or(self.suffix)
     }
 }
 

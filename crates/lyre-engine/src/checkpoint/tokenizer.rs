@@ -177,12 +177,9 @@ fn tokenizer_error(err: impl std::fmt::Display) -> EngineError {
 }
 
 fn pre_tokenizer(rule: SplitRule) -> Result<Sequence> {
-    let split = Split::new(
-        SplitPattern::Regex(rule.pattern().to_owned()),
-        SplitDelimiterBehavior::Isolated,
-        false,
-    )
-    .map_err(tokenizer_error)?;
+    let split =
+        Split::new(SplitPattern::Regex(rule.pattern().to_owned()), SplitDelimiterBehavior::Isolated, false)
+            .map_err(tokenizer_error)?;
     let byte_level = ByteLevel::new(false, true, false);
     Ok(Sequence::new(vec![split.into(), byte_level.into()]))
 }

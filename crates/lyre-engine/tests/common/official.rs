@@ -71,7 +71,8 @@ pub fn ids(value: &serde_json::Value) -> Vec<u32> {
 /// Fraction of codes equal, and the first frame that differs.
 pub fn code_agreement(got: &[[u16; 16]], want: &[[u16; 16]]) -> (f64, Option<usize>) {
     assert_eq!(got.len(), want.len(), "frames");
-    let equal: usize = got.iter().zip(want).map(|(g, w)| g.iter().zip(w).filter(|(a, b)| a == b).count()).sum();
+    let equal: usize =
+        got.iter().zip(want).map(|(g, w)| g.iter().zip(w).filter(|(a, b)| a == b).count()).sum();
     let first = got.iter().zip(want).position(|(g, w)| g != w);
     (equal as f64 / (16 * want.len().max(1)) as f64, first)
 }

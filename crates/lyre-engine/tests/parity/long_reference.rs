@@ -20,7 +20,10 @@ fn icl_with_a_45_second_48_khz_reference_gives_the_official_greedy_codes() {
     let wav = audio_input::load_reference(&clip_bytes(&format!("clips/{clip}"))).unwrap();
     assert_eq!(wav.len(), 45 * 24_000);
 
-    let mut engine = engine_from("tiny-base", EngineOptions { max_positions: 1024, max_rows_per_tick: 1024, ..options(1, false) });
+    let mut engine = engine_from(
+        "tiny-base",
+        EngineOptions { max_positions: 1024, max_rows_per_tick: 1024, ..options(1, false) },
+    );
     let model = engine.model();
     let reference = SpeechEncoder::load(&model).unwrap().encode(&wav).unwrap();
     let (equal, first) = code_agreement(&reference, &codes(&format!("{clip}.codes")));
@@ -39,7 +42,10 @@ fn icl_with_a_45_second_48_khz_reference_gives_the_official_greedy_codes() {
     sampling.repetition_penalty = case["repetition_penalty"].as_f64().unwrap() as f32;
     let req = SessionRequest {
         text: TextInput::Whole(text.to_string()),
-        voice: VoiceSpec::Icl { x_vector, reference: VoiceReference { text: ref_text.to_string(), codes: reference } },
+        voice: VoiceSpec::Icl {
+            x_vector,
+            reference: VoiceReference { text: ref_text.to_string(), codes: reference },
+        },
         language: case["language"].as_str().unwrap().to_string(),
         instruct: None,
         mode: TextMode::Streaming,

@@ -53,7 +53,11 @@ fn split_rule_follows_the_official_loader() {
         if let Some(config) = case["config"].as_object() {
             std::fs::write(dir.join("config.json"), serde_json::to_string(config).unwrap()).unwrap();
         }
-        let want = if case["pattern"] == SplitRule::Qwen2.pattern() { SplitRule::Qwen2 } else { SplitRule::CaseAware };
+        let want = if case["pattern"] == SplitRule::Qwen2.pattern() {
+            SplitRule::Qwen2
+        } else {
+            SplitRule::CaseAware
+        };
         let got = TextTokenizer::from_dir(&dir).unwrap().split_rule();
         assert_eq!(got, want, "{name}: config {}", case["config"]);
         std::fs::remove_dir_all(&dir).unwrap();
@@ -95,7 +99,8 @@ fn new_texts_give_the_official_prompt_ids() {
     }
     assert!(differ >= 5, "the texts tell the two rules apart ({differ} differ)");
     let camel = &texts()["camel_brands"];
-    let (official_len, qwen2_len) = (ids(&camel["assistant_ids"]).len(), ids(&camel["assistant_ids_qwen2"]).len());
+    let (official_len, qwen2_len) =
+        (ids(&camel["assistant_ids"]).len(), ids(&camel["assistant_ids_qwen2"]).len());
     assert_eq!((official_len, qwen2_len), (22, 19), "camel case: the official prompt has 22 tokens");
 }
 
@@ -178,7 +183,8 @@ pub fn run(engine: &mut Engine, req: SessionRequest, pieces: &[String]) -> (Vec<
 /// The frames that must match: all, unless a choice with a stored top-2 margin ≤ `tie` (float
 /// rounding may flip it) differs; then the frames before it.
 pub fn assert_codes(what: &str, case: &serde_json::Value, got: &[[u16; 16]], want: &[[u16; 16]], tie: f64) {
-    let gaps = |k: &str| -> Vec<f64> { case[k].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect() };
+    let gaps =
+        |k: &str| -> Vec<f64> { case[k].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect() };
     let (tg, cg) = (gaps("talker_top2_gaps"), gaps("cp_top2_gaps"));
     for (f, (a, b)) in got.iter().zip(want).enumerate() {
         if let Some(k) = (0..16).find(|&k| a[k] != b[k]) {

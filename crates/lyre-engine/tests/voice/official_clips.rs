@@ -49,8 +49,16 @@ fn check_x_vector(name: &str, got: &[f32], min_cos: f64, rel: f32) {
 fn check_codes(name: &str, got: &[[u16; 16]], min_equal: f64) {
     let want = codes(&format!("{name}.codes"));
     let (equal, first) = code_agreement(got, &want);
-    println!("{name}: {:.2} % of {} frames' codes equal (first difference: {first:?})", 100.0 * equal, want.len());
-    assert!(equal >= min_equal, "{name}: only {:.3} % of codes equal; first differing frame {first:?}", 100.0 * equal);
+    println!(
+        "{name}: {:.2} % of {} frames' codes equal (first difference: {first:?})",
+        100.0 * equal,
+        want.len()
+    );
+    assert!(
+        equal >= min_equal,
+        "{name}: only {:.3} % of codes equal; first differing frame {first:?}",
+        100.0 * equal
+    );
 }
 
 fn decode(bytes: &[u8]) -> DecodedAudio {
@@ -160,8 +168,13 @@ fn check_lossy_samples(name: &str, decoded: &DecodedAudio) {
         let at = (start.as_f64().unwrap() * rate as f64) as usize;
         let got = &decoded.samples[at..at + want.len()];
         let diff = max_diff(got, &want);
-        let rms = (got.iter().zip(&want).map(|(a, b)| f64::from(a - b).powi(2)).sum::<f64>() / want.len() as f64).sqrt();
-        println!("{name} from {start} s: decoded samples max |Δ| {diff:.2e}, rms {rms:.2e} (peak {:.3})", max_abs(&want));
+        let rms = (got.iter().zip(&want).map(|(a, b)| f64::from(a - b).powi(2)).sum::<f64>()
+            / want.len() as f64)
+            .sqrt();
+        println!(
+            "{name} from {start} s: decoded samples max |Δ| {diff:.2e}, rms {rms:.2e} (peak {:.3})",
+            max_abs(&want)
+        );
         assert!(diff <= LOSSY_TOLERANCE, "{name} from {start} s: decoded samples differ by {diff}");
     }
 }
