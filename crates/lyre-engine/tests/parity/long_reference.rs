@@ -25,10 +25,10 @@ fn icl_with_a_45_second_48_khz_reference_gives_the_official_greedy_codes() {
         EngineOptions { max_positions: 1024, max_rows_per_tick: 1024, ..options(1, false) },
     );
     let model = engine.model();
-    let reference = SpeechEncoder::load(&model).unwrap().encode(&wav).unwrap();
+    let reference = SpeechEncoder::load(model).unwrap().encode(&wav).unwrap();
     let (equal, first) = code_agreement(&reference, &codes(&format!("{clip}.codes")));
     assert_eq!((equal, first), (1.0, None), "reference codes of the 45 s clip");
-    let x_vector = SpeakerEncoder::load(&model).unwrap().embed(&wav).unwrap();
+    let x_vector = SpeakerEncoder::load(model).unwrap().embed(&wav).unwrap();
     let want = f32s(&format!("{clip}.xvec"));
     assert_matches("x-vector", &x_vector, &want, 0.999_999, 1e-5);
 
