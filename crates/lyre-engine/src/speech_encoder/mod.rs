@@ -11,8 +11,9 @@
 //! **CPU by design**: it runs once per uploaded voice, never per frame, so it stays off the GPU
 //! worker. Everything is f32 (the speech tokenizer's weights are f32); convs are im2col × GEMM
 //! (`matrixmultiply`) over chunks of rows spread across cores with rayon. At the real size a 5 s
-//! clip costs about 1.7 s of CPU time optimised and 3.6 s in a debug build (2-core AMD EPYC,
-//! AVX-512; `tests/speech_encoder/real_size.rs` measures it).
+//! clip costs about 0.64 s and a 60 s clip 7.7 s of CPU time, optimised (2-core AMD EPYC,
+//! AVX-512; `tests/speech_encoder/real_size.rs` measures it, `docs/voice-cloning.md` has the
+//! figures).
 
 mod conv;
 mod gemm;
