@@ -6,7 +6,7 @@ mod decode;
 mod resample;
 
 pub use decode::{decode, DecodedAudio};
-pub use resample::{resample, RESAMPLER};
+pub use resample::resample;
 
 use crate::error::{EngineError, Result};
 
