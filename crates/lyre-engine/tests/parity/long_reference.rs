@@ -51,6 +51,7 @@ fn icl_with_a_45_second_48_khz_reference_gives_the_official_greedy_codes() {
         mode: TextMode::Streaming,
         sampling,
         max_frames: case["max_new_tokens"].as_u64().unwrap() as u32 - 1,
+        max_frames_per_segment: None,
     };
     let (got, _) = run(&mut engine, req, &[]);
     assert_codes("ICL, 45 s 48 kHz reference", case, &got, &codes("icl_48k_45s.codes"), 1e-4);

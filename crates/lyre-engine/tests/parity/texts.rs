@@ -150,6 +150,7 @@ fn request(case: &serde_json::Value, engine: &Engine, text: TextInput) -> Sessio
         mode: if case["non_streaming_mode"] == true { TextMode::NonStreaming } else { TextMode::Streaming },
         sampling,
         max_frames: case["max_new_tokens"].as_u64().unwrap() as u32 - 1,
+        max_frames_per_segment: None,
     }
 }
 
