@@ -20,10 +20,13 @@ fn icl_with_a_45_second_48_khz_reference_gives_the_official_greedy_codes() {
     let wav = audio_input::load_reference(&clip_bytes(&format!("clips/{clip}"))).unwrap();
     assert_eq!(wav.len(), 45 * 24_000);
 
-    let mut engine = engine_from(
-        "tiny-base",
-        EngineOptions { max_positions: 1024, max_rows_per_tick: 1024, ..options(1, false) },
-    );
+    let opts = EngineOptions {
+        max_positions: 1024,
+        max_rows_per_tick: 1024,
+        segment_tokens: 512,
+        ..options(1, false)
+    };
+    let mut engine = engine_from("tiny-base", opts);
     let model = engine.model();
     let reference = SpeechEncoder::load(model).unwrap().encode(&wav).unwrap();
     let (equal, first) = code_agreement(&reference, &codes(&format!("{clip}.codes")));
