@@ -26,9 +26,10 @@ use crate::error::{EngineError, Result};
 /// The Qwen2 split pattern (used with `Isolated` behaviour).
 pub const QWEN2_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
-/// The case-aware pattern transformers 4.57.3 substitutes: an upper-case run then a lower-case
-/// run makes one pre-token (`Mc` + `Donald`), combining marks belong to letter runs, and `/` may
-/// end a punctuation run. There are no contraction alternatives.
+/// The case-aware pattern transformers 4.57.3 substitutes: a word is cut where a lower-case letter
+/// meets an upper-case one (`Mc|Donald`, `i|Phone`), an upper-case run stays with the lower-case
+/// run after it (`HTTPServer`), combining marks belong to letter runs, and `/` may end a
+/// punctuation run. There are no contraction alternatives.
 pub const CASE_AWARE_PATTERN: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 /// The base vocabulary size above which transformers considers the fix.
