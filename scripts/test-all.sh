@@ -14,19 +14,9 @@ if [ ! -d "$SHARED/fixtures" ]; then
 fi
 export LYRE_SHARED="$SHARED"
 
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  need=()
-  # postgresql: the voice store's PostgreSQL tests start throw-away clusters of it.
-  # pkg-config, libsoxr-dev: the engine resamples reference clips with libsoxr.
-  for pkg in mesa-vulkan-drivers libvulkan1 cmake sox opus-tools postgresql pkg-config libsoxr-dev; do
-    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
-  done
-  if [ ${#need[@]} -gt 0 ]; then
-    echo "== installing ${need[*]}"
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-  fi
-fi
+# shellcheck source=scripts/lib/packages.sh
+source scripts/lib/packages.sh
+lyre_install_packages "${LYRE_RUNTIME_PACKAGES[@]}" "${LYRE_BUILD_PACKAGES[@]}" "${LYRE_TEST_PACKAGES[@]}"
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/lyre-xdg}"
 mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 

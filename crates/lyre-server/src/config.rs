@@ -30,6 +30,10 @@ pub struct ServerSection {
     pub drain_timeout_s: u64,
     /// Kernel send buffer per connection in bytes; 0 keeps the OS default (auto-tuned).
     pub send_buffer_bytes: usize,
+    /// Seconds a client has to send a request's headers before its connection is closed.
+    pub header_read_timeout_s: u64,
+    /// Open connections at most; beyond, a connection gets 503 and is closed.
+    pub max_connections: usize,
 }
 
 impl Default for ServerSection {
@@ -41,6 +45,8 @@ impl Default for ServerSection {
             cors_origins: Vec::new(),
             drain_timeout_s: 30,
             send_buffer_bytes: 0,
+            header_read_timeout_s: 30,
+            max_connections: 1024,
         }
     }
 }
@@ -261,6 +267,12 @@ impl ServerConfig {
         self.server.listen.parse::<std::net::SocketAddr>().with_context(|| {
             format!("server.listen: `{}` is not an address like 0.0.0.0:8080", self.server.listen)
         })?;
+        if self.server.header_read_timeout_s == 0 {
+            bail!("server.header_read_timeout_s: must be at least 1");
+        }
+        if self.server.max_connections == 0 {
+            bail!("server.max_connections: must be at least 1");
+        }
         let e = &self.engine;
         if e.max_sessions == 0 || e.max_sessions > 4096 {
             bail!("engine.max_sessions: must be in 1..=4096, got {}", e.max_sessions);
@@ -319,9 +331,18 @@ impl ServerConfig {
 const SECTIONS: &[&str] = &["server", "model", "engine", "limits", "auth", "logging", "voices"];
 
 /// `LYRE_ENGINE_MAX_SESSIONS=64` sets `[engine] max_sessions = 64`. The value's type follows
-/// the key's default; lists are comma-separated. Variables that name no key are errors.
+/// the key's default; lists are comma-separated. Variables that name no key are errors. A
+/// variable that sets `model.dir` or `model.repo` clears the other one from the file.
 fn apply_env(table: &mut toml::Table, env: impl IntoIterator<Item = (String, String)>) -> anyhow::Result<()> {
     let defaults = toml::Table::try_from(ServerConfig::default()).expect("defaults serialise");
+    let env: Vec<(String, String)> = env.into_iter().collect();
+    let set = |key: &str| env.iter().any(|(n, v)| n == key && !v.trim().is_empty());
+    match (set("LYRE_MODEL_DIR"), set("LYRE_MODEL_REPO")) {
+        (true, true) => bail!("LYRE_MODEL_DIR and LYRE_MODEL_REPO are both set; choose one"),
+        (true, false) => clear(table, "model", "repo"),
+        (false, true) => clear(table, "model", "dir"),
+        (false, false) => {}
+    }
     for (name, value) in env {
         let Some(rest) = name.strip_prefix("LYRE_") else { continue };
         let rest = rest.to_lowercase();
@@ -381,6 +402,12 @@ fn parse_tenants(s: &str) -> anyhow::Result<toml::Value> {
     Ok(toml::Value::Array(tenants))
 }
 
+fn clear(table: &mut toml::Table, section: &str, key: &str) {
+    if let Some(toml::Value::Table(t)) = table.get_mut(section) {
+        t.remove(key);
+    }
+}
+
 fn parse_bool(s: &str) -> anyhow::Result<bool> {
     match s.trim().to_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Ok(true),
@@ -423,6 +450,33 @@ mod tests {
         assert!(cfg.model.allow_cpu_adapter);
         assert_eq!(cfg.server.cors_origins, vec!["http://a", "http://b"]);
         assert_eq!(cfg.voices.dir, "/var/lib/lyre/voices");
+    }
+
+    /// The image's file names a directory; `-e LYRE_MODEL_REPO` must still serve the repo.
+    #[test]
+    fn a_model_variable_replaces_the_files_other_model_key() {
+        let path = std::env::temp_dir().join(format!("lyre-cfg-model-{}.toml", std::process::id()));
+        std::fs::write(&path, "[model]\ndir = \"/models\"\n").unwrap();
+        let cfg = ServerConfig::load(
+            Some(&path),
+            env(&[("LYRE_MODEL_REPO", "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice")]),
+        )
+        .unwrap();
+        assert_eq!(
+            (cfg.model.dir.as_str(), cfg.model.repo.as_str()),
+            ("", "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice")
+        );
+        let cfg = ServerConfig::load(Some(&path), env(&[("LYRE_MODEL_DIR", "/elsewhere")])).unwrap();
+        assert_eq!(cfg.model.dir, "/elsewhere");
+        let cfg = ServerConfig::load(Some(&path), env(&[("LYRE_MODEL_REPO", "")])).unwrap();
+        assert_eq!(cfg.model.dir, "/models");
+        let e = ServerConfig::load(None, env(&[("LYRE_MODEL_DIR", "/a"), ("LYRE_MODEL_REPO", "b/c")]))
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("both set"), "{e:#}");
+        std::fs::write(&path, "[model]\ndir = \"/a\"\nrepo = \"b/c\"\n").unwrap();
+        let e = ServerConfig::load(Some(&path), vec![]).unwrap_err();
+        assert!(format!("{e:#}").contains("both set"), "{e:#}");
+        std::fs::remove_file(path).unwrap();
     }
 
     #[test]

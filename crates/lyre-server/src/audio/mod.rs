@@ -13,6 +13,7 @@
 
 mod file;
 mod flac;
+#[cfg(feature = "mp3")]
 mod mp3;
 mod opus;
 mod pcm;
@@ -26,6 +27,7 @@ use std::str::FromStr;
 
 pub use self::file::FileWriter;
 pub use self::flac::FlacStream;
+#[cfg(feature = "mp3")]
 pub use self::mp3::Mp3Stream;
 pub use self::opus::OggOpusStream;
 pub use self::pcm::PcmStream;
@@ -83,6 +85,17 @@ impl AudioFormat {
         }
     }
 
+    /// Whether this build can encode the format: MP3 needs the `mp3` cargo feature (LAME, LGPL).
+    pub fn is_built(self) -> bool {
+        self != AudioFormat::Mp3 || cfg!(feature = "mp3")
+    }
+
+    /// The formats this build can encode, as error messages list them (`wav, pcm, opus, ...`).
+    pub fn built_names() -> String {
+        let names: Vec<&str> = AudioFormat::ALL.iter().filter(|f| f.is_built()).map(|f| f.as_str()).collect();
+        names.join(", ")
+    }
+
     /// The usual file extension, without the dot (`"opus"` for Ogg Opus, as opus-tools use).
     pub fn file_extension(self) -> &'static str {
         match self {
@@ -101,12 +114,16 @@ impl fmt::Display for AudioFormat {
 impl FromStr for AudioFormat {
     type Err = AudioError;
 
-    /// Parses a format name, ignoring ASCII case.
+    /// Parses a format name, ignoring ASCII case; a format this build lacks is an error too.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        AudioFormat::ALL
+        let format = AudioFormat::ALL
             .into_iter()
             .find(|f| f.as_str().eq_ignore_ascii_case(s))
-            .ok_or_else(|| AudioError::UnknownFormat { name: s.to_owned() })
+            .ok_or_else(|| AudioError::UnknownFormat { name: s.to_owned() })?;
+        if !format.is_built() {
+            return Err(AudioError::NotBuilt { format });
+        }
+        Ok(format)
     }
 }
 
@@ -128,10 +145,19 @@ impl<'de> serde::Deserialize<'de> for AudioFormat {
 #[derive(Debug, thiserror::Error)]
 pub enum AudioError {
     /// A format name that is not one of [`AudioFormat::ALL`].
-    #[error("unknown audio format `{name}`: expected one of wav, pcm, opus, mp3, flac")]
+    #[error("unknown audio format `{name}`: expected one of {}", AudioFormat::built_names())]
     UnknownFormat {
         /// The name as given.
         name: String,
+    },
+    /// A format left out of this build (`mp3` without the `mp3` cargo feature).
+    #[error(
+        "{format} is not available: this server was built without the `{format}` feature; use one of {}",
+        AudioFormat::built_names()
+    )]
+    NotBuilt {
+        /// The format asked for.
+        format: AudioFormat,
     },
     /// The format cannot encode audio at this sample rate (no resampling is done).
     #[error("{format} cannot encode {rate} Hz audio: supported rates are {supported}")]
@@ -216,7 +242,10 @@ pub fn stream_encoder(format: AudioFormat, sample_rate: u32) -> Result<Box<dyn F
         AudioFormat::Wav => Box::new(WavStream::new(sample_rate)?),
         AudioFormat::Pcm => Box::new(PcmStream::new(sample_rate)?),
         AudioFormat::Opus => Box::new(OggOpusStream::new(sample_rate)?),
+        #[cfg(feature = "mp3")]
         AudioFormat::Mp3 => Box::new(Mp3Stream::new(sample_rate)?),
+        #[cfg(not(feature = "mp3"))]
+        AudioFormat::Mp3 => return Err(AudioError::NotBuilt { format }),
         AudioFormat::Flac => Box::new(FlacStream::new(sample_rate)?),
     })
 }

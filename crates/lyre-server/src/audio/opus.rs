@@ -1,5 +1,8 @@
 //! Ogg Opus (RFC 7845): mono, 20 ms packets, an OpusHead and an OpusTags page first.
 //!
+//! The encoder is `opus-pure`, a Rust port of libopus checked against the C library (no C
+//! toolchain or cmake needed); the tests decode its streams with libopus's own `opusdec`.
+//!
 //! Granule positions count 48 kHz samples and include the pre-skip (the encoder's lookahead, 312
 //! at 48 kHz, 156 samples at 24 kHz): after packet k the granule is (k + 1) × 960. At the end the
 //! input is padded with one lookahead of silence, so the last real sample is encoded, plus zeros
@@ -12,7 +15,7 @@ use ogg::writing::{PacketWriteEndInfo, PacketWriter};
 
 use super::{f32_to_i16, AudioError, AudioFormat, FrameEncoder};
 
-/// The bit rate asked of libopus, in bits per second (VBR). Speech at 24 kHz sounds clean here.
+/// The bit rate asked of the encoder, in bits per second (VBR). Speech at 24 kHz sounds clean here.
 pub const BITRATE: i32 = 32_000;
 
 /// Ogg stream serial number: fixed, so the same audio always gives the same bytes.
@@ -24,8 +27,11 @@ const GRANULE_RATE: u32 = 48_000;
 /// One packet's duration at 48 kHz (20 ms).
 const GRANULE_PER_PACKET: u64 = 960;
 
-/// The largest packet libopus can produce, in bytes.
+/// The largest single-frame Opus packet, in bytes.
 const MAX_PACKET: usize = 1275;
+
+/// The vendor string of the OpusTags header.
+const VENDOR: &str = concat!("Lyre ", env!("CARGO_PKG_VERSION"), " (opus-pure)");
 
 const SUPPORTED: &str = "8000, 12000, 16000, 24000 and 48000 Hz";
 
@@ -33,7 +39,7 @@ const SUPPORTED: &str = "8000, 12000, 16000, 24000 and 48000 Hz";
 /// returns one page holding every 20 ms packet its samples completed (four per 80 ms frame at
 /// 24 kHz), and [`FrameEncoder::finish`] returns the last packet(s) on a page marked end of stream.
 pub struct OggOpusStream {
-    encoder: opus::Encoder,
+    encoder: opus_pure::OpusEncoder,
     writer: PacketWriter<'static, Vec<u8>>,
     sample_rate: u32,
     /// Encoder lookahead at the input rate.
@@ -56,13 +62,12 @@ impl OggOpusStream {
                 supported: SUPPORTED,
             });
         }
-        let codec = |e: opus::Error| AudioError::codec(AudioFormat::Opus, e);
-        let mut encoder =
-            opus::Encoder::new(sample_rate, opus::Channels::Mono, opus::Application::Audio).map_err(codec)?;
-        encoder.set_bitrate(opus::Bitrate::Bits(BITRATE)).map_err(codec)?;
-        let lookahead = encoder.get_lookahead().map_err(codec)?;
-        let lookahead = usize::try_from(lookahead)
-            .map_err(|_| AudioError::codec(AudioFormat::Opus, "negative encoder lookahead"))?;
+        let mut encoder = opus_pure::OpusEncoder::new(sample_rate as i32, 1, opus_pure::Application::Audio)
+            .map_err(|e| AudioError::codec(AudioFormat::Opus, e))?;
+        encoder.bitrate_bps = BITRATE;
+        // The input is 16-bit (f32_to_i16), as libopus's opus_encode assumes.
+        encoder.lsb_depth = 16;
+        let lookahead = encoder.lookahead();
         Ok(OggOpusStream {
             encoder,
             writer: PacketWriter::new(Vec::new()),
@@ -76,7 +81,7 @@ impl OggOpusStream {
         })
     }
 
-    /// The pre-skip written in OpusHead, in 48 kHz samples (312 for libopus at any rate).
+    /// The pre-skip written in OpusHead, in 48 kHz samples (312 at any rate, as libopus).
     pub fn pre_skip(&self) -> u16 {
         // At most 48 kHz × a few ms: fits.
         (self.lookahead as u64 * self.granule_scale()) as u16
@@ -145,7 +150,7 @@ impl OggOpusStream {
         let mut packet = vec![0u8; MAX_PACKET];
         let len = self
             .encoder
-            .encode(&self.pending[range], &mut packet)
+            .encode_s16(&self.pending[range.clone()], range.len(), &mut packet)
             .map_err(|e| AudioError::codec(AudioFormat::Opus, e))?;
         packet.truncate(len);
         self.packets_out += 1;
@@ -193,9 +198,9 @@ fn opus_head(pre_skip: u16, input_rate: u32) -> Vec<u8> {
     head
 }
 
-/// The comment header (RFC 7845 §5.2): the libopus version as vendor, no comments.
+/// The comment header (RFC 7845 §5.2): [`VENDOR`], no comments.
 fn opus_tags() -> Vec<u8> {
-    let vendor = opus::version().as_bytes();
+    let vendor = VENDOR.as_bytes();
     let mut tags = Vec::with_capacity(16 + vendor.len());
     tags.extend_from_slice(b"OpusTags");
     tags.extend_from_slice(&(vendor.len() as u32).to_le_bytes());

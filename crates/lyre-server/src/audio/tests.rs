@@ -5,7 +5,7 @@ use super::*;
 
 #[test]
 fn format_names_round_trip_and_ignore_case() {
-    for f in AudioFormat::ALL {
+    for f in AudioFormat::ALL.into_iter().filter(|f| f.is_built()) {
         assert_eq!(f.as_str().parse::<AudioFormat>().unwrap(), f);
         assert_eq!(f.as_str().to_uppercase().parse::<AudioFormat>().unwrap(), f);
         assert_eq!(f.to_string(), f.as_str());
@@ -16,9 +16,28 @@ fn format_names_round_trip_and_ignore_case() {
 #[test]
 fn unknown_format_error_lists_the_valid_names() {
     let err = "aac".parse::<AudioFormat>().unwrap_err();
-    assert_eq!(err.to_string(), "unknown audio format `aac`: expected one of wav, pcm, opus, mp3, flac");
+    let names = if cfg!(feature = "mp3") { "wav, pcm, opus, mp3, flac" } else { "wav, pcm, opus, flac" };
+    assert_eq!(err.to_string(), format!("unknown audio format `aac`: expected one of {names}"));
 }
 
+#[cfg(feature = "mp3")]
+#[test]
+fn the_default_build_has_every_format() {
+    assert!(AudioFormat::ALL.iter().all(|f| f.is_built()));
+}
+
+/// Without the `mp3` feature (no LAME, no LGPL code) `mp3` is a clear error, never a panic.
+#[cfg(not(feature = "mp3"))]
+#[test]
+fn a_build_without_mp3_names_the_feature() {
+    let err = "mp3".parse::<AudioFormat>().unwrap_err();
+    assert!(matches!(err, AudioError::NotBuilt { format: AudioFormat::Mp3 }), "{err}");
+    assert!(err.to_string().contains("`mp3` feature"), "{err}");
+    assert!(err.to_string().ends_with("use one of wav, pcm, opus, flac"), "{err}");
+    assert!(stream_encoder(AudioFormat::Mp3, SAMPLE_RATE).is_err());
+}
+
+#[cfg(feature = "mp3")]
 #[test]
 fn serde_uses_the_same_names() {
     let f: AudioFormat = serde_json::from_str("\"MP3\"").unwrap();
@@ -67,7 +86,7 @@ fn f32_to_i16_clamps_and_rounds() {
 #[test]
 fn clip_equals_stream_for_every_format() {
     let samples = sweep(5 * FRAME_SAMPLES + 100);
-    for format in AudioFormat::ALL {
+    for format in AudioFormat::ALL.into_iter().filter(|f| f.is_built()) {
         let clip = encode_clip(format, &samples, SAMPLE_RATE).unwrap();
         let stream = streamed(stream_encoder(format, SAMPLE_RATE).unwrap().as_mut(), &samples);
         let header = match format {
@@ -82,7 +101,7 @@ fn clip_equals_stream_for_every_format() {
 
 #[test]
 fn push_after_finish_is_an_error() {
-    for format in AudioFormat::ALL {
+    for format in AudioFormat::ALL.into_iter().filter(|f| f.is_built()) {
         let mut encoder = stream_encoder(format, SAMPLE_RATE).unwrap();
         encoder.push(&[]).unwrap();
         encoder.push(&[0.0; FRAME_SAMPLES]).unwrap();
@@ -94,7 +113,7 @@ fn push_after_finish_is_an_error() {
 
 #[test]
 fn empty_clips_encode() {
-    for format in AudioFormat::ALL {
+    for format in AudioFormat::ALL.into_iter().filter(|f| f.is_built()) {
         let bytes = encode_clip(format, &[], SAMPLE_RATE).unwrap();
         assert_eq!(bytes.is_empty(), format == AudioFormat::Pcm, "{format}");
     }
@@ -102,7 +121,7 @@ fn empty_clips_encode() {
 
 #[test]
 fn zero_sample_rate_is_rejected_everywhere() {
-    for format in AudioFormat::ALL {
+    for format in AudioFormat::ALL.into_iter().filter(|f| f.is_built()) {
         let err = encode_clip(format, &[0.0], 0).unwrap_err();
         assert!(matches!(err, AudioError::UnsupportedSampleRate { rate: 0, .. }), "{format}: {err}");
     }

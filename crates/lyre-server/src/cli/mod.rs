@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "lyre", version, about = "Lyre: a Qwen3-TTS server on wgpu")]
 pub struct Cli {
-    /// Log lines as JSON.
+    /// Log lines as JSON (serve: as `logging.json = true`).
     #[arg(long, global = true, env = "LYRE_LOG_JSON")]
     pub log_json: bool,
     #[command(subcommand)]
@@ -40,7 +40,7 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(args, cli.log_json),
         Command::Synth(args) => {
             crate::telemetry::init(cli.log_json, "warn,lyre_server=info,lyre_engine=info");
             synth::run(args)

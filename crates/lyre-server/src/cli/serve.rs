@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use axum::serve::ListenerExt;
 use clap::Args;
 use lyre_engine::checkpoint::config::ModelType;
 use lyre_engine::checkpoint::ModelDir;
@@ -15,9 +14,13 @@ use lyre_engine::prompt::{TextMode, VoiceSpec};
 use lyre_engine::sampling::SamplingParams;
 use lyre_engine::{Engine, EngineOptions, SessionRequest, TextInput};
 
+use metrics_exporter_prometheus::PrometheusHandle;
+
 use crate::config::ServerConfig;
+use crate::http::listener::{self, ListenOptions};
+use crate::http::loading::Startup;
 use crate::http::{router, AppState, KeyRegistry};
-use crate::model_source::ModelSource;
+use crate::model_source::{LoadProgress, ModelSource};
 use crate::scheduler::{spawn_worker, Shared, WorkerOptions};
 use crate::voices::{Encoders, VoiceStore};
 
@@ -54,34 +57,67 @@ pub fn load_config(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
     Ok(cfg)
 }
 
-pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+pub fn run(args: ServeArgs, log_json: bool) -> anyhow::Result<()> {
     let cfg = load_config(&args)?;
-    crate::telemetry::init(cfg.logging.json, &cfg.logging.level);
+    crate::telemetry::init(log_json || cfg.logging.json, &cfg.logging.level);
+    let metrics = crate::telemetry::metrics::install().context("metrics buckets")?;
+    metrics::gauge!("lyre_max_sessions").set(cfg.engine.max_sessions as f64);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let result = runtime.block_on(serve(cfg, metrics));
+    // A download still running after a failure or a signal is abandoned, not waited for.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result
+}
+
+/// Listens first (so `/healthz` answers during a long download), loads the model, then serves
+/// the API until a signal has drained the sessions.
+async fn serve(cfg: ServerConfig, metrics: Option<PrometheusHandle>) -> anyhow::Result<()> {
+    // The voice database and the keys first: a mistake in them fails before the server listens.
+    let voices = Arc::new(VoiceStore::from_config(&cfg).map_err(|e| anyhow::anyhow!("voices: {e}"))?);
+    crate::voices::prepare_in_background(voices.clone());
+    let keys = Arc::new(KeyRegistry::from_config(&cfg.auth).map_err(|e| anyhow::anyhow!("auth: {e}"))?);
+    let listener = tokio::net::TcpListener::bind(&cfg.server.listen)
+        .await
+        .with_context(|| format!("binding {}", cfg.server.listen))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, "listening");
+    eprintln!("lyre listening on http://{addr}");
+    let mut shared = Shared::new(cfg.engine.max_sessions, cfg.engine.max_queue);
+    shared.event_buffer = cfg.limits.max_buffered_frames;
+    let shared = Arc::new(shared);
+    let progress = Arc::new(LoadProgress::default());
+    let startup = Startup::new(progress.clone(), metrics.clone());
+    let opts = ListenOptions {
+        header_read_timeout: Duration::from_secs(cfg.server.header_read_timeout_s),
+        max_connections: cfg.server.max_connections,
+        send_buffer_bytes: cfg.server.send_buffer_bytes,
+    };
+    let drained = crate::shutdown::drained(shared.clone(), Duration::from_secs(cfg.server.drain_timeout_s));
+    let mut server = tokio::spawn(listener::serve(listener, startup.clone(), opts, drained));
+
     let source = ModelSource::choose(&cfg.model.dir, &cfg.model.repo);
-    let model = Arc::new(source.open()?);
+    let opening = {
+        let source = source.clone();
+        tokio::task::spawn_blocking(move || source.open(&progress))
+    };
+    let model = tokio::select! {
+        stopped = &mut server => {
+            stopped??;
+            tracing::info!("stopped before the model was loaded");
+            return Ok(());
+        }
+        opened = opening => Arc::new(opened.context("the model loader panicked")??),
+    };
     if source.is_demo() {
         tracing::warn!("serving the built-in DEMO model (random weights): it speaks noise. Pass --model-dir DIR or --model REPO for a real Qwen3-TTS checkpoint");
     }
     tracing::info!(model = %model.describe(), dir = %model.root.display(), "model loaded");
-    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
-        .set_buckets(&[0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0])
-        .and_then(|b| {
-            b.set_buckets_for_metric(
-                metrics_exporter_prometheus::Matcher::Full("lyre_batch_size".into()),
-                &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0],
-            )
-        })
-        .context("metrics buckets")?
-        .install_recorder()
-        .ok();
-    let mut shared = Shared::new(cfg.engine.max_sessions, cfg.engine.max_queue);
-    shared.event_buffer = cfg.limits.max_buffered_frames;
-    let shared = Arc::new(shared);
     let engine_model = model.clone();
     let engine_cfg = cfg.clone();
     let allow_cpu = cfg.model.allow_cpu_adapter || source.is_demo();
+    let model_name = if source.is_demo() { "lyre-demo".to_string() } else { model.describe() };
     let (scheduler, worker) = spawn_worker(
-        move || make_engine(engine_model, &engine_cfg, allow_cpu),
+        move || make_engine(engine_model, &engine_cfg, allow_cpu, &model_name),
         shared.clone(),
         WorkerOptions {
             command_buffer: 4096,
@@ -89,56 +125,23 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             debug_fail_tick: debug_fail_tick()?,
         },
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let _runtime_context = runtime.enter();
-    let voices = Arc::new(VoiceStore::from_config(&cfg).map_err(|e| anyhow::anyhow!("voices: {e}"))?);
-    crate::voices::prepare_in_background(voices.clone());
     let encoders = Arc::new(Encoders::new(model.clone()));
     let state = AppState {
         scheduler: scheduler.clone(),
         model,
         config: Arc::new(cfg.clone()),
         metrics,
-        keys: Arc::new(KeyRegistry::from_config(&cfg.auth).map_err(|e| anyhow::anyhow!("auth: {e}"))?),
+        keys,
         demo: source.is_demo(),
         voices,
         encoders,
     };
-    runtime.block_on(serve(state, &cfg))?;
+    startup.ready(router(state));
+    let served = server.await.context("the listener panicked")?;
     scheduler.shutdown();
-    let _ = worker.join();
+    let _ = tokio::task::spawn_blocking(move || worker.join()).await;
     tracing::info!("stopped");
-    Ok(())
-}
-
-async fn serve(state: AppState, cfg: &ServerConfig) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(&cfg.server.listen)
-        .await
-        .with_context(|| format!("binding {}", cfg.server.listen))?;
-    let addr = listener.local_addr()?;
-    tracing::info!(%addr, "listening");
-    eprintln!("lyre listening on http://{addr}");
-    let shared = state.scheduler.shared.clone();
-    let drain = Duration::from_secs(cfg.server.drain_timeout_s);
-    let send_buffer = cfg.server.send_buffer_bytes;
-    let listener = listener.tap_io(move |tcp| tune_socket(tcp, send_buffer));
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(crate::shutdown::drained(shared, drain))
-        .await?;
-    Ok(())
-}
-
-/// Frames go out as soon as they are made (no Nagle delay); a configured send buffer bounds
-/// what the kernel holds for a client that stops reading.
-fn tune_socket(tcp: &mut tokio::net::TcpStream, send_buffer: usize) {
-    if let Err(e) = tcp.set_nodelay(true) {
-        tracing::debug!(error = %e, "TCP_NODELAY not set");
-    }
-    if send_buffer > 0 {
-        if let Err(e) = socket2::SockRef::from(&*tcp).set_send_buffer_size(send_buffer) {
-            tracing::warn!(error = %e, send_buffer, "could not set the socket send buffer");
-        }
-    }
+    Ok(served?)
 }
 
 /// `LYRE_DEBUG_FAIL_TICK=N`: a debug knob for fault-injection tests (tick N fails as a GPU
@@ -164,8 +167,14 @@ fn debug_grid_fault() -> bool {
     on
 }
 
-fn make_engine(model: Arc<ModelDir>, cfg: &ServerConfig, allow_cpu: bool) -> anyhow::Result<Engine> {
+fn make_engine(
+    model: Arc<ModelDir>,
+    cfg: &ServerConfig,
+    allow_cpu: bool,
+    model_name: &str,
+) -> anyhow::Result<Engine> {
     let gpu = GpuContext::new(&GpuOptions::from_env())?;
+    crate::telemetry::metrics::set_build_info(&gpu.info.name, model_name);
     if gpu.is_cpu() && !allow_cpu {
         anyhow::bail!(
             "wgpu found only a CPU adapter ({}); refusing to serve on it. Check the GPU driver \

@@ -133,6 +133,9 @@ pub async fn require_key(State(state): State<AppState>, mut req: Request, next: 
     }
     match presented_key(&req).and_then(|k| state.keys.identify(&k)) {
         Some(id) => {
+            if let Some(access) = super::access_log::AccessRecord::of(&req) {
+                access.set_caller(format!("key#{}", id.0));
+            }
             req.extensions_mut().insert(id);
             req.extensions_mut().insert(state.keys.caller(id));
             next.run(req).await

@@ -61,22 +61,38 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
     }
 }
 
-/// Readiness: model loaded, warm-up frame done, not draining.
+/// Readiness: model loaded, warm-up frame done, not draining. `status` says which of
+/// `warming_up`, `ready`, `draining` or `failed` (the GPU worker stopped) the server is in.
 pub async fn readyz(State(state): State<AppState>) -> Response {
     let s = &state.scheduler.shared;
+    let draining = s.draining.load(Ordering::SeqCst);
+    let failed = s.fatal.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+    let status = match (s.is_ready(), draining, failed) {
+        (true, _, _) => "ready",
+        (_, true, _) => "draining",
+        (_, _, true) => "failed",
+        _ => "warming_up",
+    };
     let body = serde_json::json!({
         "ready": s.is_ready(),
-        "draining": s.draining.load(Ordering::SeqCst),
+        "status": status,
+        "draining": draining,
         "live_sessions": s.live.load(Ordering::SeqCst),
         "queued_sessions": s.queued(),
     });
-    let status = if s.is_ready() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (status, Json(body)).into_response()
+    let code = if s.is_ready() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (code, Json(body)).into_response()
 }
 
 pub async fn metrics(State(state): State<AppState>) -> Response {
-    match &state.metrics {
-        Some(h) => ([("content-type", "text/plain; version=0.0.4")], h.render()).into_response(),
+    render_metrics(state.metrics.clone()).await
+}
+
+/// The Prometheus exposition text, or 404 when no recorder is installed.
+pub async fn render_metrics(handle: Option<metrics_exporter_prometheus::PrometheusHandle>) -> Response {
+    match handle {
+        Some(h) => ([("content-type", "text/plain; version=0.0.4")], crate::telemetry::metrics::render(&h))
+            .into_response(),
         None => ApiError(Failure::new(ErrorCode::NotFound, "metrics are not enabled")).into_response(),
     }
 }

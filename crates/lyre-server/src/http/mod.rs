@@ -1,8 +1,11 @@
 //! The HTTP and WebSocket front end.
 
+pub mod access_log;
 mod auth;
 mod error;
 mod info;
+pub mod listener;
+pub mod loading;
 mod openai;
 mod page;
 mod request;
@@ -20,7 +23,6 @@ use axum::Router;
 use lyre_engine::checkpoint::ModelDir;
 use metrics_exporter_prometheus::PrometheusHandle;
 use tower_http::cors::{AllowOrigin, CorsLayer};
-use tower_http::trace::TraceLayer;
 
 pub use auth::{Caller, KeyRegistry};
 pub use error::ApiError;
@@ -80,15 +82,19 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(info::healthz))
         .route("/readyz", get(info::readyz))
         .route("/metrics", get(info::metrics));
-    // Spans name the path only: a query may carry `?token=KEY`, and keys are never logged.
-    let trace = TraceLayer::new_for_http().make_span_with(|req: &axum::extract::Request| {
-        tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
-    });
-    let mut app = api.merge(open).fallback(info::not_found).with_state(state).layer(trace);
+    let mut app = api
+        .merge(open)
+        .route_layer(axum::middleware::from_fn(access_log::note_route))
+        .fallback(info::not_found);
     if let Some(cors) = cors {
         app = app.layer(cors);
     }
-    app
+    with_request_log(app.with_state(state))
+}
+
+/// The outermost layer of every router: request ids, the request's span and the access log.
+pub(crate) fn with_request_log(router: Router) -> Router {
+    router.layer(axum::middleware::from_fn(access_log::middleware))
 }
 
 fn cors_layer(origins: &[String]) -> Option<CorsLayer> {

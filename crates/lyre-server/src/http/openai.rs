@@ -8,6 +8,7 @@ use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use lyre_engine::prompt::TextMode;
 
+use super::access_log::AccessRecord;
 use super::auth::Caller;
 use super::error::{read_body, ApiError, JsonObject};
 use super::request::blocking;
@@ -22,6 +23,7 @@ const UNSUPPORTED_FORMATS: &[&str] = &["aac"];
 
 pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let caller = Caller::of(&req);
+    let access = AccessRecord::of(&req);
     let bytes = read_body(req, state.config.server.max_body_bytes).await?;
     let mut body = JsonObject::parse(&bytes)?;
     let model = body.require_string("model")?;
@@ -59,11 +61,11 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     let handle = state.scheduler.submit(request, span)?;
     match stream_format.as_deref() {
         None | Some("audio") => {
-            let mut resp = chunked_body(handle, format, slot)?.into_response();
+            let mut resp = chunked_body(handle, format, slot, access)?.into_response();
             resp.headers_mut().insert("content-type", HeaderValue::from_static(format.content_type()));
             Ok(resp)
         }
-        Some("sse") => Ok(sse(handle, format, slot, tokens, segments)?.into_response()),
+        Some("sse") => Ok(sse(handle, format, slot, tokens, segments, access)?.into_response()),
         Some(other) => {
             Err(Failure::invalid("stream_format", format!("`{other}` is not `audio` or `sse`")).into())
         }
@@ -71,11 +73,12 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
 }
 
 fn response_format(name: Option<String>) -> Result<AudioFormat, ApiError> {
-    let Some(name) = name else { return Ok(AudioFormat::Mp3) };
+    // OpenAI's default is mp3; a build without it says so rather than sending another format.
+    let name = name.unwrap_or_else(|| AudioFormat::Mp3.as_str().to_string());
     if UNSUPPORTED_FORMATS.contains(&name.to_ascii_lowercase().as_str()) {
         return Err(Failure::invalid(
             "response_format",
-            format!("`{name}` is not supported; use mp3, opus, wav, flac or pcm"),
+            format!("`{name}` is not supported; use one of {}", AudioFormat::built_names()),
         )
         .into());
     }
@@ -91,5 +94,39 @@ fn check_speed(speed: Option<serde_json::Value>) -> Result<(), ApiError> {
             Some(s) => Err(Failure::invalid("speed", format!("only 1.0 is supported, got {s}")).into()),
             None => Err(Failure::invalid("speed", format!("must be a number, got {v}")).into()),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_of(name: Option<&str>) -> Option<String> {
+        response_format(name.map(String::from)).err().and_then(|e| e.0.field)
+    }
+
+    #[test]
+    fn formats_parse_and_aac_names_the_field() {
+        assert_eq!(response_format(Some("OPUS".into())).unwrap(), AudioFormat::Opus);
+        assert_eq!(field_of(Some("aac")).as_deref(), Some("response_format"));
+        assert_eq!(field_of(Some("ogg")).as_deref(), Some("response_format"));
+    }
+
+    #[cfg(feature = "mp3")]
+    #[test]
+    fn mp3_is_the_default() {
+        assert_eq!(response_format(None).unwrap(), AudioFormat::Mp3);
+    }
+
+    /// A server built without the `mp3` feature answers mp3 (asked for, or OpenAI's default) with
+    /// a 400 naming `response_format`.
+    #[cfg(not(feature = "mp3"))]
+    #[test]
+    fn without_the_mp3_feature_mp3_is_a_400_naming_response_format() {
+        for name in [Some("mp3"), None] {
+            let f = response_format(name.map(String::from)).unwrap_err().0;
+            assert_eq!((f.status, f.field.as_deref()), (400, Some("response_format")), "{name:?}");
+            assert!(f.message.contains("`mp3` feature"), "{}", f.message);
+        }
     }
 }

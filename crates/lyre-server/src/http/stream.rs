@@ -9,6 +9,7 @@ use axum::response::sse::{Event, Sse};
 use base64::Engine as _;
 use futures_util::stream::{self, Stream};
 
+use super::access_log::AccessRecord;
 use super::auth::KeySlot;
 use crate::audio::{stream_encoder, AudioFormat, FrameEncoder, SAMPLE_RATE};
 use crate::errors::{ErrorCode, Failure};
@@ -61,6 +62,8 @@ struct Streaming {
     segment: Option<u32>,
     held: Option<FrameEvent>,
     _slot: KeySlot,
+    /// Frames and a mid-stream error go into the request's access line.
+    access: Option<AccessRecord>,
 }
 
 /// What a stream yields next.
@@ -85,11 +88,14 @@ impl Streaming {
     }
 
     /// [`Streaming::next_chunk`], with each segment's start reported before its first audio
-    /// when `report_segments` is set; a failure is counted.
+    /// when `report_segments` is set; a failure is counted and noted in the access line.
     async fn next_piece(&mut self) -> Option<Result<Piece, Failure>> {
         let piece = self.read_piece().await;
         if let Some(Err(f)) = &piece {
             f.code.count();
+            if let Some(a) = &self.access {
+                a.set_error(f.code);
+            }
         }
         piece
     }
@@ -141,6 +147,9 @@ impl Streaming {
 impl Streaming {
     /// A frame's encoded audio (`None` while the encoder buffers it).
     fn encode(&mut self, f: &FrameEvent) -> Option<Result<Piece, Failure>> {
+        if let Some(a) = &self.access {
+            a.add_frames(1);
+        }
         match self.encoder.push(&f.pcm) {
             Ok(b) if b.is_empty() => None,
             Ok(b) => Some(Ok(Piece::Audio(b))),
@@ -149,7 +158,12 @@ impl Streaming {
     }
 }
 
-fn streaming(handle: SessionHandle, format: AudioFormat, slot: KeySlot) -> Result<Streaming, Failure> {
+fn streaming(
+    handle: SessionHandle,
+    format: AudioFormat,
+    slot: KeySlot,
+    access: Option<AccessRecord>,
+) -> Result<Streaming, Failure> {
     let encoder = stream_encoder(format, SAMPLE_RATE)
         .map_err(|e| Failure::invalid("response_format", e.to_string()))?;
     Ok(Streaming {
@@ -160,12 +174,18 @@ fn streaming(handle: SessionHandle, format: AudioFormat, slot: KeySlot) -> Resul
         segment: None,
         held: None,
         _slot: slot,
+        access,
     })
 }
 
 /// Encoded audio sent chunk by chunk as frames are generated.
-pub fn chunked_body(handle: SessionHandle, format: AudioFormat, slot: KeySlot) -> Result<Body, Failure> {
-    let state = streaming(handle, format, slot)?;
+pub fn chunked_body(
+    handle: SessionHandle,
+    format: AudioFormat,
+    slot: KeySlot,
+    access: Option<AccessRecord>,
+) -> Result<Body, Failure> {
+    let state = streaming(handle, format, slot, access)?;
     let chunks = stream::unfold(state, |mut s| async move {
         let item = s.next_chunk().await?;
         Some((item.map(Bytes::from).map_err(|f| std::io::Error::other(f.to_string())), s))
@@ -182,8 +202,9 @@ pub fn sse(
     slot: KeySlot,
     input_tokens: usize,
     segments: usize,
+    access: Option<AccessRecord>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Failure> {
-    let mut streaming = streaming(handle, format, slot)?;
+    let mut streaming = streaming(handle, format, slot, access)?;
     streaming.report_segments = segments > 1;
     let state = (streaming, false);
     let events = stream::unfold(state, move |(mut s, finished)| async move {

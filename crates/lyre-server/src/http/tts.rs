@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use super::access_log::AccessRecord;
 use super::auth::Caller;
 use super::error::{read_body, ApiError, JsonObject};
 use super::request::{blocking, Validator};
@@ -22,6 +23,7 @@ use lyre_engine::SessionRequest;
 
 pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let caller = Caller::of(&req);
+    let access = AccessRecord::of(&req);
     let bytes = read_body(req, state.config.server.max_body_bytes).await?;
     let (text, fields, format) = blocking(move || parse_body(&bytes)).await?;
     let voice = super::voices::lookup(&state, &caller, fields.voice.as_deref(), "voice").await?;
@@ -38,13 +40,16 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     let span = tracing::info_span!("tts", format = %format, segments);
     let mut handle = state.scheduler.submit(request, span)?;
     if !whole {
-        let mut resp = chunked_body(handle, format, slot)?.into_response();
+        let mut resp = chunked_body(handle, format, slot, access)?.into_response();
         let h = resp.headers_mut();
         h.insert("content-type", HeaderValue::from_static(format.content_type()));
         h.insert("x-lyre-segments", HeaderValue::from(segments));
         return Ok(resp);
     }
     let clip = collect(&mut handle, Duration::from_secs(state.config.server.request_timeout_s)).await?;
+    if let Some(a) = &access {
+        a.add_frames(clip.codes.len() as u64);
+    }
     let audio = encode_clip(format, &clip.samples, SAMPLE_RATE)
         .map_err(|e| Failure::new(ErrorCode::EncoderError, e.to_string()))?;
     drop(slot);

@@ -11,9 +11,12 @@ use base64::Engine as _;
 use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
 use lyre_engine::prompt::{TextMode, VoiceSpec};
+use tracing::Instrument;
 
+use super::access_log::AccessRecord;
 use super::auth::{Caller, KeySlot};
 use super::error::ApiError;
+use super::listener::ConnectionSlot;
 use super::voices::{check_reference_fits, check_transcript, lookup};
 use super::AppState;
 use crate::audio::{stream_encoder, AudioFormat, FrameEncoder, PcmStream, SAMPLE_RATE};
@@ -28,10 +31,21 @@ pub async fn handle(State(state): State<AppState>, ws: WebSocketUpgrade, req: Re
         return ApiError(f).into_response();
     }
     let caller = Caller::of(&req);
+    // The socket outlives this handler: it keeps the request's span (so its lines carry the
+    // request id), its access line (written when it closes) and its place under the connection cap.
+    let span = tracing::Span::current();
+    let held =
+        Held { access: AccessRecord::of(&req), _slot: req.extensions().get::<ConnectionSlot>().cloned() };
     ws.max_message_size(state.config.limits.max_ws_message_bytes)
         .protocols(["lyre"])
-        .on_upgrade(move |socket| Connection::new(state, caller).run(socket))
+        .on_upgrade(move |socket| Connection::new(state, caller, held).run(socket).instrument(span))
         .into_response()
+}
+
+/// What the request handed over to its socket.
+struct Held {
+    access: Option<AccessRecord>,
+    _slot: Option<ConnectionSlot>,
 }
 
 /// One live session on the socket.
@@ -49,6 +63,7 @@ struct Active {
 struct Connection {
     state: AppState,
     caller: Caller,
+    held: Held,
     session: Option<Active>,
     last_client_message: Instant,
     window_start: Instant,
@@ -63,11 +78,12 @@ enum Flow {
 }
 
 impl Connection {
-    fn new(state: AppState, caller: Caller) -> Self {
+    fn new(state: AppState, caller: Caller, held: Held) -> Self {
         let now = Instant::now();
         Connection {
             state,
             caller,
+            held,
             session: None,
             last_client_message: now,
             window_start: now,
@@ -177,6 +193,7 @@ impl Connection {
         };
         let slot = self.state.keys.acquire(self.caller.key)?;
         let handle = self.state.scheduler.submit(request, tracing::info_span!("stream", format))?;
+        tracing::info!(sid = handle.sid, format, "WebSocket session started");
         self.session = Some(Active {
             handle,
             encoder,
@@ -239,6 +256,9 @@ impl Connection {
                     }
                 }
                 let Some(s) = self.session.as_mut() else { return Flow::Continue };
+                if let Some(a) = &self.held.access {
+                    a.add_frames(1);
+                }
                 let bytes = match s.encoder.as_mut() {
                     Some(enc) => match enc.push(&f.pcm) {
                         Ok(b) => b,
@@ -274,6 +294,12 @@ impl Connection {
                         }
                     }
                 }
+                tracing::info!(
+                    sid = s.handle.sid,
+                    frames = stats.frames,
+                    reason = stats.reason_str(),
+                    "WebSocket session done"
+                );
                 let msg = ServerMessage::Done {
                     frames: stats.frames,
                     audio_ms: stats.audio_ms(),
@@ -291,7 +317,12 @@ impl Connection {
     }
 
     async fn fail(&mut self, sink: &mut Sink, f: Failure) -> Flow {
-        self.session = None;
+        if let Some(s) = self.session.take() {
+            tracing::info!(sid = s.handle.sid, code = %f.code, "WebSocket session failed");
+            if let Some(a) = &self.held.access {
+                a.set_error(f.code);
+            }
+        }
         self.reply(sink, &ServerMessage::error(&f)).await
     }
 

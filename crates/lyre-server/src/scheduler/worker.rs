@@ -199,6 +199,7 @@ impl<E: SessionEngine> Worker<E> {
                 }
             };
             let queued_ms = received.elapsed().as_secs_f64() * 1e3;
+            metrics::histogram!("lyre_queue_wait_seconds").record(queued_ms / 1e3);
             let _ = sink.try_send(SessionEvent::Started { queued_ms });
             span.in_scope(|| tracing::debug!(sid, queued_ms, "session started"));
             let live = Live { engine_id: id, sink, span, received, first_frame_ms: None, frames: 0 };
@@ -252,9 +253,7 @@ impl<E: SessionEngine> Worker<E> {
                 metrics::histogram!("lyre_ttfa_seconds").record(elapsed_ms / 1e3);
             }
             live.frames += 1;
-            metrics::counter!("lyre_frames_total").increment(1);
-            // Counters are integers; audio time is tracked as a monotonic float gauge.
-            metrics::gauge!("lyre_audio_seconds_total").increment(0.08);
+            crate::telemetry::metrics::count_frame();
             let ev = SessionEvent::Frame(FrameEvent {
                 index: frame.index,
                 segment: frame.segment,
