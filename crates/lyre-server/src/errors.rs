@@ -62,9 +62,13 @@ error_codes! {
     Unauthorized = (401, "unauthorized", false),
     /// No such endpoint.
     NotFound = (404, "not_found", false),
+    /// `GET /metrics` on a server without a metrics recorder.
+    MetricsDisabled = (404, "metrics_disabled", false),
     /// `DELETE /v1/voices/{name}` of a voice that is not stored.
     VoiceNotFound = (404, "unknown_voice", false),
     UnknownSession = (404, "unknown_session", false),
+    /// The path does not take the request's method (axum's own answer, in the error shape).
+    MethodNotAllowed = (405, "method_not_allowed", false),
     IdleTimeout = (408, "idle_timeout", false),
     VoiceExists = (409, "voice_exists", false),
     SessionActive = (409, "session_active", false),
@@ -73,6 +77,10 @@ error_codes! {
     BodyTooLarge = (413, "body_too_large", false),
     TextTooLong = (413, "text_too_long", false),
     MessageTooLarge = (413, "message_too_large", false),
+    /// A body of a media type the endpoint does not read (axum's own answer).
+    UnsupportedMediaType = (415, "unsupported_media_type", false),
+    /// `GET /v1/tts/stream` on a connection that cannot be upgraded to a WebSocket.
+    UpgradeRequired = (426, "upgrade_required", false),
     /// Every session slot and every queue place is taken.
     Busy = (429, "busy", true),
     /// The API key holds all the sessions it may.
@@ -80,6 +88,8 @@ error_codes! {
     RateLimited = (429, "rate_limited", true),
     /// The client cancelled its session (WebSocket `cancel`).
     Cancelled = (499, "cancelled", false),
+    /// An error the server made without a more precise code (axum's own 5xx answers).
+    Internal = (500, "internal_error", false),
     Draining = (503, "draining", true),
     NotReady = (503, "not_ready", true),
     WorkerStopped = (503, "worker_stopped", true),
@@ -101,6 +111,8 @@ error_codes! {
     StoreUnavailable = (503, "store_unavailable", true),
     /// A stored voice could not be read back.
     VoiceStoreError = (503, "voice_store_error", true),
+    /// `server.max_connections` connections are open; answered before the request is read.
+    TooManyConnections = (503, "too_many_connections", true),
     Timeout = (504, "timeout", false),
     VoiceStoreFull = (507, "voice_store_full", false),
 }

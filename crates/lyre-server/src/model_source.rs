@@ -147,7 +147,7 @@ impl hf_hub::api::Progress for FileProgress<'_> {
             p.bytes_done += size as u64;
             (p.file_bytes_done, p.file_bytes_total, p.file.clone().unwrap_or_default())
         };
-        let tenth = if total > 0 { done * 10 / total } else { 0 };
+        let tenth = (done * 10).checked_div(total).unwrap_or(0);
         if tenth > self.logged_tenth && self.last_logged.elapsed().as_secs_f64() > 1.0 {
             self.logged_tenth = tenth;
             self.last_logged = Instant::now();

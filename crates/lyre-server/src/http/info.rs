@@ -93,7 +93,7 @@ pub async fn render_metrics(handle: Option<metrics_exporter_prometheus::Promethe
     match handle {
         Some(h) => ([("content-type", "text/plain; version=0.0.4")], crate::telemetry::metrics::render(&h))
             .into_response(),
-        None => ApiError(Failure::new(ErrorCode::NotFound, "metrics are not enabled")).into_response(),
+        None => ApiError(Failure::new(ErrorCode::MetricsDisabled, "metrics are not enabled")).into_response(),
     }
 }
 

@@ -3,10 +3,12 @@
 pub mod access_log;
 mod auth;
 mod error;
+mod error_shape;
 mod info;
 pub mod listener;
 pub mod loading;
 mod openai;
+pub mod openapi;
 mod page;
 mod request;
 mod stream;
@@ -81,7 +83,8 @@ pub fn router(state: AppState) -> Router {
     let open = page::routes()
         .route("/healthz", get(info::healthz))
         .route("/readyz", get(info::readyz))
-        .route("/metrics", get(info::metrics));
+        .route("/metrics", get(info::metrics))
+        .route("/openapi.json", get(openapi::handle));
     let mut app = api
         .merge(open)
         .route_layer(axum::middleware::from_fn(access_log::note_route))
@@ -92,9 +95,12 @@ pub fn router(state: AppState) -> Router {
     with_request_log(app.with_state(state))
 }
 
-/// The outermost layer of every router: request ids, the request's span and the access log.
+/// The outer layers of every router: request ids, the request's span and the access log, then
+/// axum's own errors in the API's error shape.
 pub(crate) fn with_request_log(router: Router) -> Router {
-    router.layer(axum::middleware::from_fn(access_log::middleware))
+    router
+        .layer(axum::middleware::from_fn(error_shape::middleware))
+        .layer(axum::middleware::from_fn(access_log::middleware))
 }
 
 fn cors_layer(origins: &[String]) -> Option<CorsLayer> {

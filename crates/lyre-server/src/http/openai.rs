@@ -34,6 +34,9 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     let instructions = body.take_string("instructions")?;
     let format = response_format(body.take_string("response_format")?)?;
     let stream_format = body.take_string("stream_format")?;
+    if let Some(other) = stream_format.as_deref().filter(|f| !matches!(*f, "audio" | "sse")) {
+        return Err(Failure::invalid("stream_format", format!("`{other}` is not `audio` or `sse`")).into());
+    }
     check_speed(body.0.remove("speed"))?;
     let mut fields: SynthesisFields = body.rest()?;
     if instructions.is_some() {
@@ -65,10 +68,7 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
             resp.headers_mut().insert("content-type", HeaderValue::from_static(format.content_type()));
             Ok(resp)
         }
-        Some("sse") => Ok(sse(handle, format, slot, tokens, segments, access)?.into_response()),
-        Some(other) => {
-            Err(Failure::invalid("stream_format", format!("`{other}` is not `audio` or `sse`")).into())
-        }
+        _ => Ok(sse(handle, format, slot, tokens, segments, access)?.into_response()),
     }
 }
 
