@@ -23,7 +23,7 @@ TEXT = "Hello world, this is a test."
 class Server:
     """One `lyre serve` process; its stderr is kept in `self.log`."""
 
-    def __init__(self, env=None, args=(), fixture=FIXTURE):
+    def __init__(self, env=None, args=(), fixture=FIXTURE, wait=True):
         full_env = dict(os.environ)
         full_env.update({
             "LYRE_MODEL_ALLOW_CPU_ADAPTER": "true",
@@ -38,8 +38,9 @@ class Server:
             # Each server's own voice database, not one in the working directory.
             self._voices = tempfile.TemporaryDirectory(prefix="lyre-voices-")
             full_env["LYRE_VOICES_DIR"] = self._voices.name
+        model = [] if "--model" in args else ["--model-dir", str(fixture)]
         self.proc = subprocess.Popen(
-            [LYRE, "serve", "--model-dir", str(fixture), "--listen", "127.0.0.1:0", *args],
+            [LYRE, "serve", *model, "--listen", "127.0.0.1:0", *args],
             env=full_env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
         )
         self.log = []
@@ -49,16 +50,19 @@ class Server:
         def pump():
             for line in self.proc.stderr:
                 self.log.append(line)
+                # The plain banner, or the `listening` line of JSON logs.
                 m = re.search(r"lyre listening on (http://\S+)", line)
-                if m:
-                    self.url = m.group(1)
+                j = re.search(r'"message":"listening".*"addr":"([^"]+)"|"addr":"([^"]+)".*"message":"listening"', line)
+                if m or j:
+                    self.url = m.group(1) if m else "http://" + (j.group(1) or j.group(2))
                     found.set()
 
         threading.Thread(target=pump, daemon=True).start()
         if not found.wait(120):
             self.proc.kill()
             raise RuntimeError("server did not start:\n" + "".join(self.log))
-        self.wait_ready()
+        if wait:
+            self.wait_ready()
 
     @property
     def ws_url(self):

@@ -59,11 +59,12 @@ pub fn load_config(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
 
 pub fn run(args: ServeArgs, log_json: bool) -> anyhow::Result<()> {
     let cfg = load_config(&args)?;
-    crate::telemetry::init(log_json || cfg.logging.json, &cfg.logging.level);
+    let json = log_json || cfg.logging.json;
+    crate::telemetry::init(json, &cfg.logging.level);
     let metrics = crate::telemetry::metrics::install().context("metrics buckets")?;
     metrics::gauge!("lyre_max_sessions").set(cfg.engine.max_sessions as f64);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let result = runtime.block_on(serve(cfg, metrics));
+    let result = runtime.block_on(serve(cfg, metrics, json));
     // A download still running after a failure or a signal is abandoned, not waited for.
     runtime.shutdown_timeout(Duration::from_secs(1));
     result
@@ -71,7 +72,7 @@ pub fn run(args: ServeArgs, log_json: bool) -> anyhow::Result<()> {
 
 /// Listens first (so `/healthz` answers during a long download), loads the model, then serves
 /// the API until a signal has drained the sessions.
-async fn serve(cfg: ServerConfig, metrics: Option<PrometheusHandle>) -> anyhow::Result<()> {
+async fn serve(cfg: ServerConfig, metrics: Option<PrometheusHandle>, json_logs: bool) -> anyhow::Result<()> {
     // The voice database and the keys first: a mistake in them fails before the server listens.
     let voices = Arc::new(VoiceStore::from_config(&cfg).map_err(|e| anyhow::anyhow!("voices: {e}"))?);
     crate::voices::prepare_in_background(voices.clone());
@@ -81,7 +82,10 @@ async fn serve(cfg: ServerConfig, metrics: Option<PrometheusHandle>) -> anyhow::
         .with_context(|| format!("binding {}", cfg.server.listen))?;
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "listening");
-    eprintln!("lyre listening on http://{addr}");
+    if !json_logs {
+        // For people and scripts; with JSON logs the line above says it.
+        eprintln!("lyre listening on http://{addr}");
+    }
     let mut shared = Shared::new(cfg.engine.max_sessions, cfg.engine.max_queue);
     shared.event_buffer = cfg.limits.max_buffered_frames;
     let shared = Arc::new(shared);
