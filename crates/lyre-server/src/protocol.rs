@@ -15,10 +15,12 @@ pub struct SynthesisFields {
     /// `whole` (the text goes into the prompt) or `streaming` (one token per frame).
     pub text_mode: Option<String>,
     pub seed: Option<u64>,
-    pub temperature: Option<f32>,
+    /// Read as f64 and checked against the documented bounds before the sampler's f32, so a
+    /// value just outside a bound is refused rather than rounded onto it.
+    pub temperature: Option<f64>,
     pub top_k: Option<u32>,
-    pub top_p: Option<f32>,
-    pub repetition_penalty: Option<f32>,
+    pub top_p: Option<f64>,
+    pub repetition_penalty: Option<f64>,
     /// Both models greedy (deterministic, like `--greedy`).
     pub greedy: Option<bool>,
     pub max_frames: Option<u32>,
@@ -64,10 +66,10 @@ pub struct StartMessage {
     pub instruct: Option<String>,
     pub text_mode: Option<String>,
     pub seed: Option<u64>,
-    pub temperature: Option<f32>,
+    pub temperature: Option<f64>,
     pub top_k: Option<u32>,
-    pub top_p: Option<f32>,
-    pub repetition_penalty: Option<f32>,
+    pub top_p: Option<f64>,
+    pub repetition_penalty: Option<f64>,
     pub greedy: Option<bool>,
     pub max_frames: Option<u32>,
     pub ignore_eos: Option<bool>,

@@ -49,7 +49,8 @@ fn app() -> axum::Router {
         cfg.voices.dir = root.join("voices").display().to_string();
         let shared = Arc::new(Shared::new(cfg.engine.max_sessions, cfg.engine.max_queue));
         let opts = WorkerOptions { command_buffer: 16, warm_up: None, debug_fail_tick: None };
-        let (scheduler, _) = spawn_worker(|| anyhow::bail!("no GPU in this test"), shared, opts);
+        let no_gpu = || -> anyhow::Result<lyre_engine::Engine> { anyhow::bail!("no GPU in this test") };
+        let (scheduler, _) = spawn_worker(no_gpu, shared, opts);
         AppState {
             scheduler,
             voices: Arc::new(VoiceStore::open(Path::new(&cfg.voices.dir), 10).unwrap()),
@@ -285,4 +286,61 @@ fn the_served_document_is_the_file() {
     let (status, body) = send(&Method::GET, "/openapi.json", None);
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body, document());
+}
+
+/// A number just outside a documented bound is refused, naming the field; one on the bound is not
+/// refused for that field.
+#[test]
+fn documented_number_bounds_are_enforced_exactly() {
+    let doc = document();
+    let props = doc["components"]["schemas"]["TtsRequest"]["properties"].as_object().unwrap();
+    let mut checked = 0;
+    for (field, schema) in props {
+        let bounds = [
+            ("minimum", schema["minimum"].as_f64().map(|m| (m, m.next_down()))),
+            ("maximum", schema["maximum"].as_f64().map(|m| (m, m.next_up()))),
+            ("exclusiveMinimum", schema["exclusiveMinimum"].as_f64().map(|m| (m.next_up(), m))),
+        ];
+        let integer = schema["type"][0] == "integer";
+        for (keyword, bound) in bounds {
+            let Some((inside, outside)) = bound else { continue };
+            if integer && inside.abs() > 1e15 {
+                continue; // u64::MAX is not exact in f64; serde refuses anything larger anyway.
+            }
+            let value = |v: f64| {
+                if integer {
+                    json!(
+                        v as i64
+                            + if v < inside {
+                                -1
+                            } else if v > inside {
+                                1
+                            } else {
+                                0
+                            }
+                    )
+                } else {
+                    json!(v)
+                }
+            };
+            let mut body = minimal_body("/v1/tts");
+            body[field.as_str()] = value(outside);
+            let (status, resp) = send(&Method::POST, "/v1/tts", Some(body));
+            assert_eq!(
+                (status, resp["error"]["param"].as_str()),
+                (StatusCode::BAD_REQUEST, Some(field.as_str())),
+                "{field}: {outside} is outside {keyword} {inside} in {FILE} but the handler took it: {resp}"
+            );
+            let mut body = minimal_body("/v1/tts");
+            body[field.as_str()] = value(inside);
+            let (_, resp) = send(&Method::POST, "/v1/tts", Some(body));
+            assert_ne!(
+                resp["error"]["param"],
+                field.as_str(),
+                "{field}: {inside} is inside {keyword} but refused: {resp}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 8, "only {checked} bounds found");
 }

@@ -183,10 +183,22 @@ impl Validator<'_> {
     fn sampling(&self, f: &SynthesisFields) -> Result<SamplingParams, Failure> {
         let seed = f.seed.unwrap_or_else(rand::random);
         let overrides = SamplingOverrides {
-            temperature: f.temperature,
+            temperature: bounded(
+                f.temperature,
+                "temperature",
+                |t| (0.001..=100.0).contains(&t),
+                "[0.001, 100]",
+            )?,
             top_k: f.top_k,
-            top_p: f.top_p,
-            repetition_penalty: f.repetition_penalty,
+            // A positive top_p too small for f32 still means "the likeliest token only".
+            top_p: bounded(f.top_p, "top_p", |p| p > 0.0 && p <= 1.0, "(0, 1]")?
+                .map(|p| p.max(f32::MIN_POSITIVE)),
+            repetition_penalty: bounded(
+                f.repetition_penalty,
+                "repetition_penalty",
+                |r| (0.1..=10.0).contains(&r),
+                "[0.1, 10]",
+            )?,
             greedy: f.greedy == Some(true),
             ignore_eos: f.ignore_eos == Some(true),
         };
@@ -194,6 +206,19 @@ impl Validator<'_> {
             SamplingParams::from_generation_config(&self.model.generation, seed).with_overrides(&overrides);
         s.validate().map_err(|e| Failure::from(&e))?;
         Ok(s)
+    }
+}
+
+/// A sampling number checked in f64 against its bounds, then as the sampler's f32.
+fn bounded(
+    value: Option<f64>,
+    field: &str,
+    ok: impl Fn(f64) -> bool,
+    range: &str,
+) -> Result<Option<f32>, Failure> {
+    match value {
+        Some(v) if !ok(v) => Err(Failure::invalid(field, format!("must be in {range}, got {v}"))),
+        v => Ok(v.map(|v| v as f32)),
     }
 }
 
