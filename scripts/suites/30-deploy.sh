@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Deployment: hadolint on the Dockerfile, the Kubernetes/compose manifests checked against the
+# Deployment: hadolint on the Dockerfile, the Kubernetes manifests validated against the Kubernetes
+# API schemas (PyPI kubernetes-validate, offline) and, with the compose file, checked against the
 # server, `nginx -t` on deploy/nginx/, and nginx from deploy/nginx/ in front of two `lyre serve`
 # processes (streams and clips on both, SIGTERM to one mid-stream; two Base-model replicas sharing
 # cloned voices through one PostgreSQL). About 70 s.

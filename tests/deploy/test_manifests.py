@@ -12,6 +12,8 @@ import yaml
 from nginx_lb import NGINX_DIR, ROOT, e2e, nginx_binary
 
 K8S = ROOT / "deploy" / "k8s"
+# The oldest Kubernetes the manifests target (autoscaling/v2 and policy/v1 PDBs are GA there).
+K8S_VERSION = "1.29"
 
 
 def k8s_docs():
@@ -108,23 +110,50 @@ def test_service_and_pdb_select_the_pods(k8s):
     assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
 
 
-def test_hpa_scales_on_gauges_the_server_exports_through_the_adapter_rules(k8s):
+def test_hpa_scales_on_utilisation_the_adapter_computes_from_exported_gauges(k8s):
     hpa = one(k8s, "HorizontalPodAutoscaler")
     assert hpa["spec"]["scaleTargetRef"]["name"] == one(k8s, "Deployment")["metadata"]["name"]
     names = [m["pods"]["metric"]["name"] for m in hpa["spec"]["metrics"] if m["type"] == "Pods"]
-    assert "lyre_live_sessions" in names
+    assert "lyre_session_utilisation" in names
     exported = exported_metrics()
     rules = yaml.safe_load(one(k8s, "ConfigMap", "adapter-config")["data"]["config.yaml"])["rules"]
     served = {r["name"]["as"]: r for r in rules}
     for name in names:
-        assert exported.get(name) == "gauge", f"{name} is not a gauge the server exports"
         assert name in served, f"no adapter rule serves {name}"
-        assert served[name]["seriesQuery"].startswith(name + "{")
-        assert set(served[name]["resources"]["overrides"]) == {"namespace", "pod"}
-    # The live-sessions target fits inside a pod's session slots.
-    cfg = tomllib.loads(server_config(k8s))
-    live = next(m for m in hpa["spec"]["metrics"] if m["pods"]["metric"]["name"] == "lyre_live_sessions")
-    assert 0 < float(live["pods"]["target"]["averageValue"]) <= cfg["engine"]["max_sessions"]
+        rule = served[name]
+        assert set(rule["resources"]["overrides"]) == {"namespace", "pod"}
+        # Every series the rule reads is a gauge the server exports.
+        series = set(re.findall(r"\b(lyre_[a-z_]+)\b", rule["seriesQuery"] + rule["metricsQuery"]))
+        for s in series:
+            assert exported.get(s) == "gauge", f"{name} reads {s}, which is not a gauge the server exports"
+    utilisation = served["lyre_session_utilisation"]
+    assert utilisation["seriesQuery"].startswith("lyre_live_sessions{")
+    assert "<<.Series>>" in utilisation["metricsQuery"].split("/")[0]
+    assert "/ max(lyre_max_sessions{" in utilisation["metricsQuery"]
+    target = next(m for m in hpa["spec"]["metrics"] if m["pods"]["metric"]["name"] == "lyre_session_utilisation")
+    value = target["pods"]["target"]["averageValue"]
+    fraction = int(value[:-1]) / 1000 if value.endswith("m") else float(value)
+    assert 0 < fraction <= 1, f"a utilisation target is a fraction of the slots, got {value}"
+
+
+def test_every_manifest_is_valid_against_the_kubernetes_schemas(k8s):
+    """kubernetes-validate (offline schemas, strict: unknown fields are errors), for every
+    manifest; kustomization.yaml is kustomize's, not an API object (its list is checked above)."""
+    import kubernetes_validate
+
+    for kind, docs in k8s.items():
+        if kind == "Kustomization":
+            continue
+        for name, doc in docs:
+            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+    # The validator does bite: a mistyped field is refused.
+    broken = dict(one(k8s, "Deployment"))
+    broken["spec"] = {**broken["spec"], "replicas": "two"}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, K8S_VERSION, strict=True)
+    unknown = {**one(k8s, "Service"), "spec": {**one(k8s, "Service")["spec"], "portz": []}}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(unknown, K8S_VERSION, strict=True)
 
 
 def upstream_hosts():
