@@ -4,6 +4,9 @@
 #   docker build -t lyre .                                     # compile in a Rust image
 #   docker build -t lyre --build-arg LYRE_BUILD=prebuilt \
 #       --build-arg LYRE_BINARY=target/release/lyre .          # take a binary built on the host
+#       (first: python3 scripts/licenses.py bundle target/THIRD-PARTY-LICENSES.txt)
+#
+# Without the `mp3` feature (no LAME, no LGPL code): --build-arg LYRE_FEATURES=--no-default-features
 #
 # Run on NVIDIA hosts with the NVIDIA container toolkit (`--gpus all`, or the device plugin on
 # Kubernetes). wgpu talks Vulkan, so the driver's *graphics* capability must be mounted, not only
@@ -17,12 +20,16 @@ ARG RUNTIME_IMAGE=debian:bookworm-slim
 # `source` compiles in RUST_IMAGE; `prebuilt` copies LYRE_BINARY from the build context (a
 # binary built on a Debian 12 host, for machines without access to a Rust image).
 ARG LYRE_BUILD=source
+# Empty, or --no-default-features for a source build without mp3 (no LAME, no LGPL code).
+ARG LYRE_FEATURES=
 
 # ---- build from source: pinned toolchain (rust-toolchain.toml), Cargo.lock, cached deps ----
 FROM ${RUST_IMAGE} AS build-source
 # The version of every Debian package follows the bookworm point release.
+# gcc builds LAME (the mp3 feature) and SQLite; pkg-config finds libsoxr-dev (the soxr feature);
+# python3 writes the third-party licence texts.
 # hadolint ignore=DL3008
-RUN apt-get update && apt-get install -y --no-install-recommends cmake make gcc g++ pkg-config libsoxr-dev \
+RUN apt-get update && apt-get install -y --no-install-recommends gcc pkg-config libsoxr-dev python3 \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY rust-toolchain.toml ./
@@ -30,18 +37,25 @@ COPY rust-toolchain.toml ./
 RUN rustup show active-toolchain
 COPY Cargo.toml Cargo.lock ./
 COPY crates crates
+COPY scripts/licenses.py scripts/licenses.py
+COPY LICENSE ./
+ARG LYRE_FEATURES
 # The registry and target/ live in BuildKit cache mounts: a source change recompiles only the
 # two workspace crates, never the dependencies.
+# hadolint ignore=SC2086
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/usr/local/cargo/git \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p lyre-server \
-    && cp target/release/lyre /lyre
+    cargo build --release --locked -p lyre-server $LYRE_FEATURES \
+    && cp target/release/lyre /lyre \
+    && python3 scripts/licenses.py bundle $LYRE_FEATURES /THIRD-PARTY-LICENSES.txt
 
 # ---- or take a binary built on the host ----
 FROM scratch AS build-prebuilt
 ARG LYRE_BINARY=target/release/lyre
+ARG LYRE_LICENSES=target/THIRD-PARTY-LICENSES.txt
 COPY ${LYRE_BINARY} /lyre
+COPY ${LYRE_LICENSES} /THIRD-PARTY-LICENSES.txt
 
 # One of the two stages above (hadolint takes it for an untagged image).
 # hadolint ignore=DL3006
@@ -60,15 +74,21 @@ RUN apt-get update \
     && useradd --system --uid 10001 --user-group --home-dir /var/lib/lyre --create-home lyre \
     && mkdir -p /models && chown lyre:lyre /models
 COPY --from=build /lyre /usr/local/bin/lyre
+# Lyre's licence and the licence texts of every crate the binary links (scripts/licenses.py).
+COPY LICENSE /usr/share/doc/lyre/LICENSE
+COPY --from=build /THIRD-PARTY-LICENSES.txt /usr/share/doc/lyre/THIRD-PARTY-LICENSES.txt
 COPY config /etc/lyre
+# The image's configuration: the defaults, with the model at /models (deploy/image.toml).
+COPY deploy/image.toml /etc/lyre/lyre.toml
 COPY deploy/nvidia_icd.json /usr/local/share/lyre/nvidia_icd.json
-# Every key of /etc/lyre/default.toml can be overridden by LYRE_<SECTION>_<KEY>
-# (docker run -e LYRE_ENGINE_MAX_SESSIONS=64), or the file replaced by mounting one.
+# Every key (/etc/lyre/default.toml documents them) can be overridden by LYRE_<SECTION>_<KEY>
+# (docker run -e LYRE_ENGINE_MAX_SESSIONS=64), or the file replaced by mounting one. The model
+# is /models (the file's model.dir); -e LYRE_MODEL_REPO=Qwen/... downloads a repo instead, and
+# -e LYRE_MODEL_DIR=/models/NAME picks one checkpoint of several.
 ENV NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility \
-    LYRE_CONFIG=/etc/lyre/default.toml \
+    LYRE_CONFIG=/etc/lyre/lyre.toml \
     LYRE_SERVER_LISTEN=0.0.0.0:8080 \
-    LYRE_MODEL_DIR=/models \
     HF_HOME=/var/lib/lyre/huggingface \
     XDG_CACHE_HOME=/var/lib/lyre/cache
 VOLUME ["/models"]

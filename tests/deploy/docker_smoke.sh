@@ -55,8 +55,12 @@ fi
 
 BASE=$(sed -n 's/^ARG RUNTIME_IMAGE=//p' Dockerfile)
 if ! $DOCKER image inspect "$BASE" >/dev/null 2>&1; then
-  say "making $BASE offline (debootstrap --variant=minbase bookworm)"
-  debootstrap --variant=minbase bookworm "$WORK/rootfs" http://deb.debian.org/debian >"$WORK/debootstrap.log" 2>&1 \
+  # The Debian mirror this machine's apt already uses (so none is named here).
+  MIRROR=$(apt-get indextargets --format '$(URI)' 'Created-By: Packages' \
+    | sed -n 's#/dists/[^/]*/main/binary-[^/]*/Packages$##p' | grep -v -- '-security' | head -1)
+  [ -n "$MIRROR" ] || fail "no Debian mirror in this machine's apt sources"
+  say "making $BASE offline (debootstrap --variant=minbase bookworm from $MIRROR)"
+  debootstrap --variant=minbase bookworm "$WORK/rootfs" "$MIRROR" >"$WORK/debootstrap.log" 2>&1 \
     || fail "debootstrap: $(tail -5 "$WORK/debootstrap.log")"
   tar -C "$WORK/rootfs" -c . | $DOCKER import - "$BASE" >/dev/null
   rm -rf "$WORK/rootfs"
@@ -67,6 +71,8 @@ if [ -z "$BINARY" ]; then
   if [ -x target/release/lyre ]; then BINARY=target/release/lyre; else BINARY=target/debug/lyre; fi
 fi
 [ -x "$BINARY" ] || cargo build --locked -p lyre-server
+# The licence texts of what the binary links, as a source build makes them.
+python3 scripts/licenses.py bundle target/THIRD-PARTY-LICENSES.txt >/dev/null
 say "building $TAG from $BINARY"
 t0=$(date +%s)
 $DOCKER build --network=host -q -t "$TAG" \
@@ -116,6 +122,9 @@ for _ in $(seq 60); do
   [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/readyz")" = 200 ] && break; sleep 0.5
 done
 $DOCKER exec "$NAME" id -u | grep -qx 10001 || fail "the server does not run as uid 10001"
+$DOCKER exec "$NAME" grep -q "GNU LESSER GENERAL PUBLIC LICENSE" /usr/share/doc/lyre/THIRD-PARTY-LICENSES.txt \
+  || fail "the image lacks the third-party licence texts"
+$DOCKER exec "$NAME" test -s /usr/share/doc/lyre/LICENSE || fail "the image lacks Lyre's licence"
 
 say "synthesising through it"
 curl -fsS "$URL/v1/tts" -o "$WORK/hello.wav" -D "$WORK/headers" \

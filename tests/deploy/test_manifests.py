@@ -72,6 +72,24 @@ def test_configmap_is_a_valid_server_config(k8s, tmp_path):
     assert cfg["model"]["allow_cpu_adapter"] is False
 
 
+def test_the_images_model_directory_gives_way_to_a_repo():
+    """The image serves /models from its config file, so `-e LYRE_MODEL_REPO=...` (or
+    LYRE_MODEL_DIR) replaces it instead of clashing with an image-wide variable."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "COPY deploy/image.toml /etc/lyre/lyre.toml" in dockerfile
+    assert re.search(r"LYRE_CONFIG=/etc/lyre/lyre.toml\b", dockerfile)
+    assert "LYRE_MODEL_DIR=" not in dockerfile.replace("-e LYRE_MODEL_DIR=", "")
+    image = ROOT / "deploy" / "image.toml"
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("LYRE_")}
+    plain = subprocess.run([e2e.LYRE, "check-config", str(image)], capture_output=True, text=True, env=env)
+    assert plain.returncode == 0 and tomllib.loads(plain.stdout.split("\n", 1)[1])["model"]["dir"] == "/models"
+    repo = subprocess.run([e2e.LYRE, "check-config", str(image)], capture_output=True, text=True,
+                          env={**env, "LYRE_MODEL_REPO": "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice"})
+    assert repo.returncode == 0, repo.stderr
+    model = tomllib.loads(repo.stdout.split("\n", 1)[1])["model"]
+    assert (model["dir"], model["repo"]) == ("", "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice")
+
+
 def test_deployment_requests_a_gpu_probes_and_drains(k8s):
     dep = one(k8s, "Deployment", "lyre")
     spec = dep["spec"]["template"]["spec"]
