@@ -179,6 +179,7 @@ def test_slow_headers_are_cut_off_and_connections_are_capped():
             reply += chunk
         head, _, body = reply.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in head.lower(), head
+        assert re.search(rb"(?i)x-request-id: [0-9a-f]{32}\r", head + b"\r"), head
         assert json.loads(body)["error"]["code"] == "too_many_connections"
         for sock in idle:
             sock.close()

@@ -117,15 +117,20 @@ impl Drop for AccessLine {
     }
 }
 
-/// The client's request id if it is usable, else a new one (128 random bits, hex).
+/// The client's request id if it is usable, else a new one.
 fn request_id(headers: &HeaderMap) -> Arc<str> {
     let given = headers.get(REQUEST_ID_HEADER).and_then(|v| v.to_str().ok()).map(str::trim);
     match given {
         Some(id) if (1..=MAX_ID_LEN).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic()) => {
             id.into()
         }
-        _ => format!("{:032x}", rand::random::<u128>()).into(),
+        _ => new_request_id().into(),
     }
+}
+
+/// A new request id: 128 random bits, hex.
+pub fn new_request_id() -> String {
+    format!("{:032x}", rand::random::<u128>())
 }
 
 /// The outermost middleware: the id, the request's span, the `x-request-id` response header, and

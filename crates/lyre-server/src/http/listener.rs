@@ -134,7 +134,8 @@ async fn refuse(mut tcp: TcpStream, max: usize) {
     );
     let head = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n\
-         connection: close\r\ncontent-length: {}\r\n\r\n",
+         x-request-id: {}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        super::access_log::new_request_id(),
         body.len()
     );
     let write = async {
