@@ -20,6 +20,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt;
 
+use crate::errors::{ErrorCode, Failure};
+
 /// How connections are accepted and served.
 #[derive(Debug, Clone)]
 pub struct ListenOptions {
@@ -129,12 +131,16 @@ pub async fn serve(
 
 /// The answer to a connection over the cap: a 503 in the API's error shape, then close.
 async fn refuse(mut tcp: TcpStream, max: usize) {
-    let body = format!(
-        r#"{{"error":{{"message":"the server has {max} connections open; retry shortly","type":"server_error","param":null,"code":"too_many_connections"}}}}"#
+    let failure = Failure::new(
+        ErrorCode::TooManyConnections,
+        format!("the server has {max} connections open; retry shortly"),
     );
+    failure.code.count();
+    let body = super::error::error_body(&failure).to_string();
     let head = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n\
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: {}\r\n\
          x-request-id: {}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        failure.retry_after_s().unwrap_or(1),
         super::access_log::new_request_id(),
         body.len()
     );
