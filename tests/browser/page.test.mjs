@@ -112,6 +112,29 @@ describe("without API keys", () => {
     await page.close();
   });
 
+  test("Chromium decodes every audio format the server sends, Ogg Opus included", async () => {
+    const { page, problems } = await openPage(server);
+    const frames = 12;
+    for (const format of ["opus", "wav", "flac", "mp3"]) {
+      const decoded = await page.evaluate(async ({ format, frames }) => {
+        const body = { text: "Hello world.", voice: "vivian", format, max_frames: frames, ignore_eos: true };
+        const r = await fetch("/v1/tts", { method: "POST", body: JSON.stringify(body) });
+        const bytes = await r.arrayBuffer();
+        const audio = await new OfflineAudioContext(1, 24000, 24000).decodeAudioData(bytes);
+        const pcm = audio.getChannelData(0);
+        const rms = Math.sqrt(pcm.reduce((a, x) => a + x * x, 0) / pcm.length);
+        return { type: r.headers.get("content-type"), rate: audio.sampleRate, length: audio.length, rms };
+      }, { format, frames });
+      assert.equal(decoded.rate, 24000, format);
+      assert.ok(decoded.rms > 1e-3, `${format}: silent (${decoded.rms})`);
+      // Ogg Opus, WAV and FLAC decode to exactly the clip; MP3 adds its encoder delay and padding.
+      const extra = decoded.length - frames * 1920;
+      assert.ok(format === "mp3" ? extra >= 0 && extra <= 2500 : extra === 0, `${format}: ${decoded.length} samples`);
+    }
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
   test("type as you go sends each piece to the open session", async () => {
     const { page, sent, problems } = await openPage(server);
     await until(page, () => window.lyreStats.ready);
