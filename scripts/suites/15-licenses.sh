@@ -3,7 +3,7 @@
 # LAME (the only LGPL code) and then answers mp3 with a 400 naming the field; every crate's
 # licence is allowed by deny.toml (scripts/licenses.py, over `cargo metadata`), and the
 # no-mp3 build passes without deny.toml's LGPL exceptions; the licence texts the image ships
-# can be made. About 2 minutes (most of it compiling lyre-server without `mp3`).
+# can be made. About 1.5 minutes (most of it compiling lyre-server without `mp3`).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -34,5 +34,6 @@ for needle in "GNU LESSER GENERAL PUBLIC LICENSE" "opus-pure 0.2.2" "wgpu-core" 
 done
 rm -f "$out"
 
-echo "-- the server without the mp3 feature (no LGPL code): mp3 is a 400 naming the field"
+echo "-- the server without the mp3 feature (no LGPL code): lint-clean, and mp3 is a 400 naming the field"
+cargo clippy --locked -p lyre-server --no-default-features --all-targets -- -D warnings
 cargo test --locked -p lyre-server --no-default-features --lib -- audio:: http::openai::

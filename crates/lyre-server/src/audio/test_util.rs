@@ -37,6 +37,7 @@ pub fn snr_db(reference: &[f32], decoded: &[f32]) -> f64 {
 }
 
 /// Root mean square of `samples`.
+#[cfg_attr(not(feature = "mp3"), allow(dead_code))]
 pub fn rms(samples: &[f32]) -> f64 {
     let sum: f64 = samples.iter().map(|&x| f64::from(x) * f64::from(x)).sum();
     (sum / samples.len().max(1) as f64).sqrt()

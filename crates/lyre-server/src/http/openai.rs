@@ -125,7 +125,7 @@ mod tests {
     fn without_the_mp3_feature_mp3_is_a_400_naming_response_format() {
         for name in [Some("mp3"), None] {
             let f = response_format(name.map(String::from)).unwrap_err().0;
-            assert_eq!((f.status, f.field.as_deref()), (400, Some("response_format")), "{name:?}");
+            assert_eq!((f.status(), f.field.as_deref()), (400, Some("response_format")), "{name:?}");
             assert!(f.message.contains("`mp3` feature"), "{}", f.message);
         }
     }
