@@ -39,6 +39,8 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     }
     check_speed(body.0.remove("speed"))?;
     let mut fields: SynthesisFields = body.rest()?;
+    // OpenAI's names in errors: `input` for the text, `instructions` when the client used it.
+    let named_instructions = instructions.is_some();
     if instructions.is_some() {
         fields.instruct = instructions;
     }
@@ -49,8 +51,11 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     let prep = state.clone();
     let (request, tokens, segments) = blocking(move || {
         let validator = prep.validator();
-        let as_input =
-            |f: Failure| if f.field.as_deref() == Some("text") { f.with_field("input") } else { f };
+        let as_input = |f: Failure| match f.field.as_deref() {
+            Some("text") => f.with_field("input"),
+            Some("instruct") if named_instructions => f.with_field("instructions"),
+            _ => f,
+        };
         let tokens = validator.check_text(&input, "input")?;
         let mut request = validator
             .build_with_voice(&fields, Some(&input), TextMode::NonStreaming, voice)

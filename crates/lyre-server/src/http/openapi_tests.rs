@@ -344,3 +344,30 @@ fn documented_number_bounds_are_enforced_exactly() {
     }
     assert!(checked >= 8, "only {checked} bounds found");
 }
+
+/// A string one character over a documented `maxLength` is refused (413 naming the field); one
+/// at the bound is not refused for its length.
+#[test]
+fn documented_string_lengths_are_enforced_exactly() {
+    let doc = document();
+    let mut checked = 0;
+    for (path, schema) in [("/v1/tts", "TtsRequest"), ("/v1/audio/speech", "SpeechRequest")] {
+        let props = doc["components"]["schemas"][schema]["properties"].as_object().unwrap();
+        for (field, prop) in props {
+            let Some(max) = prop["maxLength"].as_u64() else { continue };
+            for (length, over) in [(max + 1, true), (max, false)] {
+                let mut body = minimal_body(path);
+                body[field.as_str()] = json!("é".repeat(length as usize));
+                let (status, resp) = send(&Method::POST, path, Some(body));
+                let refused =
+                    status == StatusCode::PAYLOAD_TOO_LARGE && resp["error"]["param"] == field.as_str();
+                assert_eq!(
+                    refused, over,
+                    "{path} {field}: {length} characters against maxLength {max} in {FILE}: {status} {resp}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 2, "only {checked} string bounds found");
+}
