@@ -94,7 +94,7 @@ mod tests {
     #[test]
     fn a_file_written_frame_by_frame_equals_the_clip() {
         let samples = sweep(FRAME_SAMPLES * 9 + 100);
-        for format in AudioFormat::ALL {
+        for format in AudioFormat::ALL.into_iter().filter(|f| f.is_built()) {
             let mut w = FileWriter::new(format, SAMPLE_RATE, Cursor::new(Vec::new())).unwrap();
             for frame in samples.chunks(FRAME_SAMPLES) {
                 w.push(frame).unwrap();
