@@ -47,13 +47,15 @@ fn app() -> axum::Router {
         let model = Arc::new(lyre_engine::checkpoint::ModelDir::open(&model_dir).unwrap());
         let mut cfg = ServerConfig::default();
         cfg.voices.dir = root.join("voices").display().to_string();
+        // The voice database's pool lives in the one runtime every request of these tests runs on.
+        let _runtime = runtime().enter();
         let shared = Arc::new(Shared::new(cfg.engine.max_sessions, cfg.engine.max_queue));
         let opts = WorkerOptions { command_buffer: 16, warm_up: None, debug_fail_tick: None };
         let no_gpu = || -> anyhow::Result<lyre_engine::Engine> { anyhow::bail!("no GPU in this test") };
         let (scheduler, _) = spawn_worker(no_gpu, shared, opts);
         AppState {
             scheduler,
-            voices: Arc::new(VoiceStore::open(Path::new(&cfg.voices.dir), 10).unwrap()),
+            voices: Arc::new(VoiceStore::from_config(&cfg).unwrap()),
             encoders: Arc::new(Encoders::new(model.clone())),
             model,
             keys: Arc::new(KeyRegistry::new(&[], 0)),
@@ -65,9 +67,15 @@ fn app() -> axum::Router {
     router(state.clone())
 }
 
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    })
+}
+
 fn send(method: &Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    runtime.block_on(async {
+    runtime().block_on(async {
         let builder = Request::builder().method(method).uri(path);
         let req = match body {
             Some(b) => builder.header("content-type", "application/json").body(Body::from(b.to_string())),
