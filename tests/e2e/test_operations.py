@@ -141,9 +141,9 @@ def test_metrics_describe_every_series(server):
 
 
 def test_json_logs_with_the_global_flag():
-    s = Server(args=("--log-json",))
+    s = Server(args=("--log-json",), env={"LYRE_AUTH_TENANTS": "acme: acme-key-0001 acme-key-0002"})
     try:
-        r = httpx.post(s.url + "/v1/tts", headers={"x-request-id": "json-1"},
+        r = httpx.post(s.url + "/v1/tts", headers={"x-request-id": "json-1", "authorization": "Bearer acme-key-0002"},
                        json={"text": TEXT, "voice": "vivian", "max_frames": 2}, timeout=60)
         assert r.status_code == 200
         wait_for_line(s, '"request_id":"json-1"', "lyre::access")
@@ -153,6 +153,8 @@ def test_json_logs_with_the_global_flag():
     records = [json.loads(line) for line in s.log if line.strip()]
     access = next(r for r in records if r.get("target") == "lyre::access" and r["fields"]["request_id"] == "json-1")
     assert access["fields"]["status"] == 200 and access["fields"]["frames"] == 2
+    assert access["fields"]["caller"] == "acme/key#1", "the key's tenant and index, never the key"
+    assert "acme-key-0002" not in "".join(s.log)
     worker = next(r for r in records if r["fields"].get("message") == "session finished")
     assert {"name": "request", "request_id": "json-1"}.items() <= worker["spans"][0].items()
 

@@ -8,9 +8,9 @@
 //!
 //! One access line per request (target `lyre::access`, level `info`) is written when the
 //! response's last byte has been handed to the connection (a WebSocket: when it closes): method,
-//! path (never the query, which may carry an API key), status, latency, the caller (`key#N`, the
-//! index of the API key used, never the key), bytes sent, audio frames, and the error code of a
-//! stream that failed after its status was sent. It also records
+//! path (never the query, which may carry an API key), status, latency, the caller (`TENANT/key#N`:
+//! the key's tenant and the index of the API key used, never the key), bytes sent, audio frames,
+//! and the error code of a stream that failed after its status was sent. It also records
 //! `lyre_request_duration_seconds`.
 
 use std::pin::Pin;
@@ -69,7 +69,7 @@ impl AccessRecord {
         self.0.frames.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Who called: `key#N` for the N-th configured API key (or a tenant's name), never a key.
+    /// Who called: `TENANT/key#N` for the N-th configured API key of that tenant, never a key.
     pub fn set_caller(&self, caller: impl Into<String>) {
         *self.0.caller.lock().unwrap_or_else(|p| p.into_inner()) = Some(caller.into());
     }

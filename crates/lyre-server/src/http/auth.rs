@@ -133,11 +133,12 @@ pub async fn require_key(State(state): State<AppState>, mut req: Request, next: 
     }
     match presented_key(&req).and_then(|k| state.keys.identify(&k)) {
         Some(id) => {
+            let caller = state.keys.caller(id);
             if let Some(access) = super::access_log::AccessRecord::of(&req) {
-                access.set_caller(format!("key#{}", id.0));
+                access.set_caller(format!("{}/key#{}", caller.tenant, id.0));
             }
             req.extensions_mut().insert(id);
-            req.extensions_mut().insert(state.keys.caller(id));
+            req.extensions_mut().insert(caller);
             next.run(req).await
         }
         None => {
