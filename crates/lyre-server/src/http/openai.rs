@@ -42,6 +42,10 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     // OpenAI's names in errors: `input` for the text, `instructions` when the client used it.
     let named_instructions = instructions.is_some();
     if instructions.is_some() {
+        if fields.instruct.is_some() {
+            let why = "is OpenAI's name for `instruct`: give one of them, not both";
+            return Err(Failure::invalid("instructions", why).into());
+        }
         fields.instruct = instructions;
     }
     if fields.voice.is_none() {

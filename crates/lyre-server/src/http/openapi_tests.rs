@@ -379,3 +379,18 @@ fn documented_string_lengths_are_enforced_exactly() {
     }
     assert!(checked >= 2, "only {checked} string bounds found");
 }
+
+/// `instructions` (OpenAI's name) and `instruct` are one field: both at once is refused, so a
+/// documented bound on either cannot be dodged by sending the other.
+#[test]
+fn instructions_and_instruct_together_are_refused() {
+    let mut body = minimal_body("/v1/audio/speech");
+    body["instructions"] = json!("");
+    body["instruct"] = json!("x".repeat(5000));
+    let (status, resp) = send(&Method::POST, "/v1/audio/speech", Some(body));
+    assert_eq!(
+        (status, resp["error"]["param"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("instructions")),
+        "{resp}"
+    );
+}
