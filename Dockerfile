@@ -6,7 +6,8 @@
 #       --build-arg LYRE_BINARY=target/release/lyre .          # take a binary built on the host
 #       (first: python3 scripts/licenses.py bundle target/THIRD-PARTY-LICENSES.txt)
 #
-# Without the `mp3` feature (no LAME, no LGPL code): --build-arg LYRE_FEATURES=--no-default-features
+# Without the `mp3` and `soxr` features (no LAME, no libsoxr: no LGPL code):
+#   --build-arg LYRE_FEATURES=--no-default-features
 #
 # Run on NVIDIA hosts with the NVIDIA container toolkit (`--gpus all`, or the device plugin on
 # Kubernetes). wgpu talks Vulkan, so the driver's *graphics* capability must be mounted, not only
@@ -20,7 +21,8 @@ ARG RUNTIME_IMAGE=debian:bookworm-slim
 # `source` compiles in RUST_IMAGE; `prebuilt` copies LYRE_BINARY from the build context (a
 # binary built on a Debian 12 host, for machines without access to a Rust image).
 ARG LYRE_BUILD=source
-# Empty, or --no-default-features for a source build without mp3 (no LAME, no LGPL code).
+# Empty, or --no-default-features for a build without mp3 and soxr (no LAME, no libsoxr: no LGPL
+# code; the runtime then has no libsoxr0 either).
 ARG LYRE_FEATURES=
 
 # ---- build from source: pinned toolchain (rust-toolchain.toml), Cargo.lock, cached deps ----
@@ -66,9 +68,12 @@ FROM ${RUNTIME_IMAGE}
 # `true` adds Mesa's drivers (lavapipe: Vulkan on the CPU) for tests on machines without a GPU.
 # Never on GPU hosts: serving needs model.allow_cpu_adapter there, which is an outage in disguise.
 ARG WITH_MESA=false
-# hadolint ignore=DL3008
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends libvulkan1 libsoxr0 ca-certificates curl \
+ARG LYRE_FEATURES
+# libsoxr0 for the `soxr` feature (default), unless the build left it out.
+# hadolint ignore=DL3008,SC2086
+RUN soxr=libsoxr0; case "$LYRE_FEATURES" in *soxr*) ;; *--no-default-features*) soxr= ;; esac \
+    && apt-get update \
+    && apt-get install -y --no-install-recommends libvulkan1 $soxr ca-certificates curl \
     && if [ "$WITH_MESA" = true ]; then apt-get install -y --no-install-recommends mesa-vulkan-drivers; fi \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --user-group --home-dir /var/lib/lyre --create-home lyre \

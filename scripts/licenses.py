@@ -164,6 +164,14 @@ def texts_of(p):
     apache = ROOT / "LICENSE"
     if "Apache-2.0" in tokens(expr) and apache.exists():
         return [("Apache-2.0 (the crate ships no licence file)", apache.read_text())]
+    # The GNU licences' texts, as Debian's base-files installs them (LGPL-2.0 is `LGPL-2`).
+    for spdx in tokens(expr):
+        gnu = re.fullmatch(r"(L?GPL)-(\d)\.(\d)(-only|-or-later)?", spdx)
+        if gnu:
+            name = f"{gnu[1]}-{gnu[2]}" + ("" if gnu[3] == "0" else f".{gnu[3]}")
+            common = Path("/usr/share/common-licenses") / name
+            if common.exists():
+                return [(f"{spdx} (the crate ships no licence file; {common})", common.read_text())]
     raise SystemExit(f"{p['name']} {p['version']}: no licence file and no standard text for `{expr}`")
 
 
@@ -174,7 +182,7 @@ def bundle(args):
         for name, text in texts_of(p):
             key = hashlib.sha256(text.strip().encode()).hexdigest()
             groups.setdefault(key, (text, []))[1].append(f"{p['name']} {p['version']} ({p.get('license')}; {name})")
-    build = "without default features (no mp3, no LGPL code)" if args.no_default_features else "with default features"
+    build = "without default features (no mp3, no soxr: no LGPL code)" if args.no_default_features else "with default features"
     out = ["Third-party software linked into the `lyre` binary, with the texts of its licences.",
            f"Made by scripts/licenses.py from Cargo.lock, for the build {build}.", ""]
     for text, users in sorted(groups.values(), key=lambda g: g[1][0]):
