@@ -251,6 +251,16 @@ impl Engine {
         &self.opts
     }
 
+    /// The dispatches a tick of `counts` records (the tick plan's), then the reference plan's
+    /// (embedding of reference frames, priming a decoder slot): one line each, described by
+    /// [`GpuContext::describe_dispatches`] (tools; needs [`GpuContext::keep_resource_names`]
+    /// before the engine is built).
+    pub fn describe_dispatches(&self, counts: &crate::gpu::RowCounts) -> Vec<String> {
+        let mut lines: Vec<String> = self.gpu.describe_dispatches(&self.plan.dispatches, counts);
+        lines.extend(self.reference.describe(&self.gpu, counts));
+        lines
+    }
+
     /// Bytes of GPU memory held by the talker's KV cache.
     pub fn kv_cache_bytes(&self) -> u64 {
         self.plan.talker_kv.bytes()

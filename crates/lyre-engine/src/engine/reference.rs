@@ -103,6 +103,13 @@ impl ReferencePlan {
         })
     }
 
+    /// The embedding and priming dispatches, described (see [`super::Engine::describe_dispatches`]).
+    pub fn describe(&self, ctx: &GpuContext, counts: &RowCounts) -> Vec<String> {
+        let embed = ctx.describe_dispatches(&self.embed, counts).into_iter().map(|l| format!("ref.embed: {l}"));
+        let prime = ctx.describe_dispatches(&self.prime, counts).into_iter().map(|l| format!("ref.prime: {l}"));
+        embed.chain(prime).collect()
+    }
+
     /// The summed talker-input embedding of every frame (`max_frames` at most).
     pub fn embed_frames(&self, ctx: &GpuContext, frames: &[[u16; 16]]) -> Result<Vec<Vec<f32>>> {
         if frames.is_empty() {

@@ -13,20 +13,23 @@ impl GpuContext {
     /// A storage buffer holding `bytes` (padded to a multiple of 4).
     pub fn storage_from_bytes(&self, label: &str, bytes: &[u8]) -> Result<wgpu::Buffer> {
         self.check_size(label, bytes.len() as u64)?;
-        if bytes.len() % 4 == 0 && !bytes.is_empty() {
-            return Ok(self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        let buffer = if bytes.len() % 4 == 0 && !bytes.is_empty() {
+            self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(label),
                 contents: bytes,
                 usage: STORAGE,
-            }));
-        }
-        let mut padded = bytes.to_vec();
-        padded.resize(bytes.len().div_ceil(4).max(1) * 4, 0);
-        Ok(self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents: &padded,
-            usage: STORAGE,
-        }))
+            })
+        } else {
+            let mut padded = bytes.to_vec();
+            padded.resize(bytes.len().div_ceil(4).max(1) * 4, 0);
+            self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: &padded,
+                usage: STORAGE,
+            })
+        };
+        self.name_buffer(&buffer, label, Some(bytes), false);
+        Ok(buffer)
     }
 
     /// A storage buffer holding a slice of plain values.
@@ -38,21 +41,25 @@ impl GpuContext {
     pub fn storage_zeroed(&self, label: &str, size: u64) -> Result<wgpu::Buffer> {
         let size = size.div_ceil(16).max(1) * 16;
         self.check_size(label, size)?;
-        Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
             size,
             usage: STORAGE,
             mapped_at_creation: false,
-        }))
+        });
+        self.name_buffer(&buffer, label, None, false);
+        Ok(buffer)
     }
 
     /// A uniform buffer holding one parameter struct.
     pub fn uniform<T: Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
-        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        let buffer = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some(label),
             contents: bytemuck::bytes_of(value),
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-        })
+        });
+        self.name_buffer(&buffer, label, Some(bytemuck::bytes_of(value)), true);
+        buffer
     }
 
     fn check_size(&self, label: &str, size: u64) -> Result<()> {

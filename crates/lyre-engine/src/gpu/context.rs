@@ -57,6 +57,8 @@ pub struct GpuContext {
     pub features: wgpu::Features,
     pub(super) pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
     pub(super) shader_checks: ShaderChecks,
+    /// What each resource is, once a tool asks ([`GpuContext::keep_resource_names`]).
+    pub(super) names: Mutex<Option<super::names::ResourceNames>>,
     /// The first validation or out-of-memory error wgpu reported since the last check.
     errors: Arc<Mutex<Option<String>>>,
 }
@@ -147,6 +149,7 @@ impl GpuContext {
             features,
             pipelines: Mutex::new(HashMap::new()),
             shader_checks: opts.shader_checks,
+            names: Mutex::new(None),
             errors,
         })
     }

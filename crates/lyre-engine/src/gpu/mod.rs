@@ -4,6 +4,7 @@
 mod buffer;
 mod context;
 mod coop;
+mod names;
 mod pipeline;
 mod plan;
 

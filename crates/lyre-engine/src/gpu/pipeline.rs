@@ -59,6 +59,7 @@ impl GpuContext {
             },
             cache: None,
         });
+        self.name_pipeline(&pipeline, &key);
         let pipeline = Arc::new(pipeline);
         cache.insert(key, pipeline.clone());
         pipeline
@@ -89,10 +90,12 @@ impl GpuContext {
             .iter()
             .map(|&(binding, b)| wgpu::BindGroupEntry { binding, resource: b.as_entire_binding() })
             .collect();
-        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(label),
             layout: &layout,
             entries: &entries,
-        })
+        });
+        self.name_bind_group(&group, buffers);
+        group
     }
 }
