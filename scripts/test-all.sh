@@ -27,12 +27,16 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --locked
 echo "== parity and decoder again with the GPU kernels forced on (subgroup mat-vec, attention and RoPE; persistent layers (one workgroup) at one row, heads split into up to 4 parts from 8 keys; few-rows matmuls at 2-8 rows, GEMMs above; GEMM convs at every row count)"
-# --workspace keeps the first run's feature set, so nothing is rebuilt; the kernel tests, the
-# frame-by-frame decode (kernel-level ring tests cover the GEMM's history reads) and the decoder's
-# batched-vs-alone test (80 s here; the GEMM conv tests straddle sessions, and the engine's
-# batched = solo parity test reruns) and the long-text segment tests (seams are engine logic, and
-# they take 7 minutes with these kernels on lavapipe) are not rerun.
-LYRE_MATMUL=subgroup LYRE_PERSISTENT=1 LYRE_ATTENTION_CHUNKS=4 LYRE_ATTENTION_CHUNK_KEYS=4 LYRE_GEMM_MIN_ROWS=1 LYRE_CONV_GEMM_MIN_ROWS=1 LYRE_FEW_ROWS_MIN=2 LYRE_FEW_ROWS_MIN_COLS=1 \
+# The [engine.tuning] keys (docs/kernels.md), as LYRE_ENGINE_TUNING_* variables. --workspace keeps
+# the first run's feature set, so nothing is rebuilt; the kernel tests, the frame-by-frame decode
+# (kernel-level ring tests cover the GEMM's history reads) and the decoder's batched-vs-alone test
+# (80 s here; the GEMM conv tests straddle sessions, and the engine's batched = solo parity test
+# reruns) and the long-text segment tests (seams are engine logic, and they take 7 minutes with
+# these kernels on lavapipe) are not rerun.
+forced=(MATMUL=subgroup PERSISTENT=on PERSISTENT_GROUPS=1 ATTENTION_CHUNKS=4 ATTENTION_CHUNK_KEYS=4
+  GEMM=on GEMM_MIN_ROWS=1 FEW_ROWS=on FEW_ROWS_MIN_ROWS=2 FEW_ROWS_MIN_COLS=1
+  CONV_GEMM_MIN_ROWS=1 CONV_GEMM_MIN_COLS=1 CONV_GEMM_MIN_TILES=0)
+env "${forced[@]/#/LYRE_ENGINE_TUNING_}" \
   cargo test --locked --workspace --test parity --test decoder -- --skip kernels:: \
   --skip streaming::frame_by_frame --skip streaming::batched_sessions_equal_each_session_alone \
   --skip segments::

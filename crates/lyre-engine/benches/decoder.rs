@@ -9,7 +9,8 @@
 //! * `LYRE_BENCH_CLIP`: frames per step of the whole-clip row, 0 to skip (default 25);
 //! * `LYRE_BENCH_PROFILE=1`: also time each dispatch of one step per batch size (GPU
 //!   timestamps) and print the slowest;
-//! * `LYRE_ADAPTER`: adapter name filter.
+//! * `LYRE_ENGINE_TUNING_*`: the engine's tuning keys (e.g. `LYRE_ENGINE_TUNING_ADAPTER`, an
+//!   adapter name filter; `LYRE_ENGINE_TUNING_CONV_TILE`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use lyre_engine::checkpoint::expected::speech_tokenizer_tensors;
 use lyre_engine::checkpoint::weights::WeightFile;
 use lyre_engine::codec::{DecoderOptions, StandaloneDecoder};
 use lyre_engine::gpu::{GpuContext, GpuOptions};
+use lyre_engine::EngineTuning;
 
 const WARMUP_STEPS: usize = 2;
 
@@ -65,6 +67,7 @@ impl Row {
 
 fn streaming_rows(
     ctx: &Arc<GpuContext>,
+    tuning: &EngineTuning,
     cfg: &SpeechTokenizerConfig,
     weights: &WeightFile,
     batches: &[usize],
@@ -76,7 +79,7 @@ fn streaming_rows(
         max_frames: WARMUP_STEPS + steps + 1,
         max_frames_per_step: 1,
     };
-    let mut dec = StandaloneDecoder::with_options(ctx.clone(), cfg, weights, options)?;
+    let mut dec = StandaloneDecoder::with_options(ctx.clone(), cfg, weights, options, tuning)?;
     let (mut rows, mut profiles) = (Vec::new(), Vec::new());
     for &batch in batches {
         let clips: Vec<Vec<[u16; 16]>> =
@@ -143,13 +146,14 @@ fn print_profile(Profile { batch, times }: &Profile) {
 
 fn clip_row(
     ctx: &Arc<GpuContext>,
+    tuning: &EngineTuning,
     cfg: &SpeechTokenizerConfig,
     weights: &WeightFile,
     chunk: usize,
 ) -> Result<Row, Box<dyn std::error::Error>> {
     let frames = 2 * chunk;
     let options = DecoderOptions { max_sessions: 1, max_frames: frames, max_frames_per_step: chunk };
-    let mut dec = StandaloneDecoder::with_options(ctx.clone(), cfg, weights, options)?;
+    let mut dec = StandaloneDecoder::with_options(ctx.clone(), cfg, weights, options, tuning)?;
     let clip = codes(frames, 7);
     dec.decode_clip(&clip)?; // warm-up
     let start = Instant::now();
@@ -169,7 +173,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cfg: SpeechTokenizerConfig = read_json(&st.join("config.json"))?;
     let weights = WeightFile::open(&st.join("model.safetensors"))?;
     weights.validate(&speech_tokenizer_tensors(&cfg), &cfg.model_type)?;
-    let ctx = Arc::new(GpuContext::new(&GpuOptions::from_env())?);
+    let tuning = EngineTuning::default().with_env(std::env::vars())?;
+    let ctx = Arc::new(GpuContext::new(&GpuOptions::from_tuning(&tuning))?);
     let batches: Vec<usize> = std::env::var("LYRE_BENCH_BATCHES")
         .unwrap_or_else(|_| "1,16".into())
         .split(',')
@@ -190,12 +195,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "mode", "batch", "ms / step", "frames / s", "× real time"
     );
     println!("|{:-<30}|{:-<7}|{:-<13}|{:-<12}|{:-<15}|", "", "", "", "", "");
-    let (rows, profiles) = streaming_rows(&ctx, &cfg, &weights, &batches, steps)?;
+    let (rows, profiles) = streaming_rows(&ctx, &tuning, &cfg, &weights, &batches, steps)?;
     for row in rows {
         row.print();
     }
     if chunk > 0 {
-        clip_row(&ctx, &cfg, &weights, chunk)?.print();
+        clip_row(&ctx, &tuning, &cfg, &weights, chunk)?.print();
     }
     profiles.iter().for_each(print_profile);
     Ok(())

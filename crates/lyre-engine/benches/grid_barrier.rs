@@ -89,7 +89,7 @@ fn run_case(ctx: &GpuContext, data: &wgpu::Buffer, case: &Case) -> Outcome {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let ctx = GpuContext::new(&GpuOptions::from_env())?;
+    let ctx = GpuContext::new(&GpuOptions::from_tuning(&support::tuning()?))?;
     let summary = ctx.summary();
     println!("adapter: {} ({})\n", summary.name, summary.backend);
     let mut groups = env_list::<u64>("LYRE_BARRIER_GROUPS", "132,264");

@@ -13,15 +13,17 @@
 //! * `LYRE_BENCH_SWEEP=gemm`: the engine's choice and every GEMM tile at splits 1, 4 and 16, on
 //!   registers and, where the adapter has them, on cooperative matrices;
 //! * `LYRE_BENCH_SHAPES`: comma-separated label filters (e.g. `0.6B,cp`);
-//! * `LYRE_ADAPTER`: adapter name filter.
+//! * `LYRE_ENGINE_TUNING_*`: the engine's tuning keys (e.g. `LYRE_ENGINE_TUNING_ADAPTER`, an
+//!   adapter name filter).
 
 mod support;
 
 use lyre_engine::gpu::{record_all, Dispatch, GpuContext, GpuOptions, RowCount, RowCounts};
 use lyre_engine::kernels::gemm_tile::GemmTile;
-use lyre_engine::kernels::matmul::{matvec_split, Activation, Input, Matmul, MatmulKernel, Output};
+use lyre_engine::kernels::matmul::{Activation, Input, Matmul, Output};
+use lyre_engine::kernels::select::{KernelChoice, MatmulKernel};
 use lyre_engine::kernels::{Env, Rows};
-use support::{best_of_five, env_list};
+use support::{best_of_five, env_list, tuning};
 
 /// (label, n, k, input): the matmuls of one layer and the heads.
 const SHAPES: [(&str, u32, u32, InputKind); 12] = [
@@ -115,7 +117,7 @@ fn variants(
         return Ok(out);
     }
     let sweep = sweep == Sweep::All;
-    let chosen = matvec_split(n, k, size);
+    let chosen = env.kernels.matvec_split(n, k, size);
     if rows < 8 || sweep {
         let mut kernels = vec![MatmulKernel::Subgroup { size }];
         kernels.extend([1, 2, 4, 8].map(|split| MatmulKernel::Matvec { size, split }));
@@ -174,7 +176,9 @@ fn time_chain(ctx: &GpuContext, counts: &RowCounts, d: &[Dispatch], chain: usize
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let ctx = GpuContext::new(&GpuOptions::from_env())?;
+    let tuning = tuning()?;
+    let ctx = GpuContext::new(&GpuOptions::from_tuning(&tuning))?;
+    let kernels = KernelChoice::new(&ctx, &tuning);
     let summary = ctx.summary();
     println!(
         "adapter: {} ({}), subgroup size {:?}, cooperative matrices: {}",
@@ -194,8 +198,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         scratch: ctx.storage_zeroed("scratch", 16)?,
         partials: ctx.storage_zeroed("partials", 64 << 20)?,
     };
-    let env =
-        Env { ctx: &ctx, counts: &b.counts, dummy: &b.dummy, scratch: &b.scratch, partials: &b.partials };
+    let env = Env {
+        ctx: &ctx,
+        kernels: &kernels,
+        counts: &b.counts,
+        dummy: &b.dummy,
+        scratch: &b.scratch,
+        partials: &b.partials,
+    };
     let max_rows = rows_list.iter().copied().max().unwrap_or(1);
     let sweep = match std::env::var("LYRE_BENCH_SWEEP").as_deref() {
         Ok("1") => Sweep::All,

@@ -3,7 +3,8 @@
 //! two builds that write the same files record the same GPU work.
 //!
 //! `cargo run --example dispatch_list -- OUT_DIR` (fixtures from `../shared/fixtures`, or
-//! `LYRE_SHARED`); the adapter and the kernel tuning come from the environment as for the tests.
+//! `LYRE_SHARED`); the tuning is the default with the `LYRE_ENGINE_TUNING_*` variables applied,
+//! as for the tests.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,12 +12,25 @@ use std::sync::Arc;
 use lyre_engine::checkpoint::ModelDir;
 use lyre_engine::codec::{CodecDecoder, DecoderOptions};
 use lyre_engine::gpu::{GpuContext, GpuOptions, RowCounts};
-use lyre_engine::kernels::{matmul_gemm, Env};
-use lyre_engine::{Engine, EngineOptions, KvFormat};
+use lyre_engine::kernels::select::KernelChoice;
+use lyre_engine::kernels::Env;
+use lyre_engine::{Engine, EngineOptions, EngineTuning, KvFormat};
 
 /// (talker rows, sessions): decode steps of 1 to 64 sessions, and ticks carrying prompts.
-const TICKS: [(u32, u32); 12] =
-    [(1, 1), (2, 2), (8, 8), (33, 33), (64, 64), (5, 1), (17, 1), (33, 1), (40, 2), (64, 8), (128, 33), (128, 64)];
+const TICKS: [(u32, u32); 12] = [
+    (1, 1),
+    (2, 2),
+    (8, 8),
+    (33, 33),
+    (64, 64),
+    (5, 1),
+    (17, 1),
+    (33, 1),
+    (40, 2),
+    (64, 8),
+    (128, 33),
+    (128, 64),
+];
 
 fn shared() -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
@@ -26,7 +40,8 @@ fn shared() -> PathBuf {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = PathBuf::from(std::env::args().nth(1).ok_or("usage: dispatch_list OUT_DIR")?);
     std::fs::create_dir_all(&out)?;
-    let gpu = Arc::new(GpuContext::new(&GpuOptions::from_env())?);
+    let tuning = EngineTuning::default().with_env(std::env::vars())?;
+    let gpu = Arc::new(GpuContext::new(&GpuOptions::from_tuning(&tuning))?);
     gpu.keep_resource_names();
     let mut summary = vec![format!("adapter: {:?}", gpu.summary())];
     for fixture in ["tiny-custom-voice", "tiny-base"] {
@@ -39,6 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 kv_cache: kv,
                 max_rows_per_tick: 128,
                 inject_grid_fault: fault,
+                tuning: tuning.clone(),
                 ..EngineOptions::default()
             };
             let engine = match Engine::new(gpu.clone(), model.clone(), opts) {
@@ -62,8 +78,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let decoder = CodecDecoder::with_options(&gpu, &model.speech_config, &model.speech_weights, options)?;
         let z = |label: &str, bytes: u64| gpu.storage_zeroed(label, bytes);
         let (counts, dummy, scratch) = (z("counts", 16)?, z("dummy", 16)?, z("scratch", 16)?);
-        let partials = z("partials", matmul_gemm::partials_bytes(&gpu))?;
-        let env = Env { ctx: &gpu, counts: &counts, dummy: &dummy, scratch: &scratch, partials: &partials };
+        let kernels = KernelChoice::new(&gpu, &tuning);
+        let partials = z("partials", kernels.partials_bytes())?;
+        let env = Env {
+            ctx: &gpu,
+            kernels: &kernels,
+            counts: &counts,
+            dummy: &dummy,
+            scratch: &scratch,
+            partials: &partials,
+        };
         let mut lines = Vec::new();
         for frames in [1, 8] {
             let plan = decoder.new_plan(&gpu, frames)?;

@@ -78,7 +78,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             format!("prompt ids differ from the official ones:\n{ids:?}\n{:?}", case.input_ids).into()
         );
     }
-    let gpu = Arc::new(GpuContext::new(&GpuOptions::from_env())?);
+    let tuning = lyre_engine::EngineTuning::default().with_env(std::env::vars())?;
+    let gpu = Arc::new(GpuContext::new(&GpuOptions::from_tuning(&tuning))?);
     let frames = case.codes.len();
     let opts = EngineOptions {
         max_sessions: batch.max(1),
@@ -86,6 +87,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         max_rows_per_tick: batch.max(1) * (ids.len() + 64),
         capture_logits: true,
         kv_cache,
+        tuning,
         ..EngineOptions::default()
     };
     let mut engine = Engine::new(gpu.clone(), model.clone(), opts)?;

@@ -48,6 +48,10 @@ pub enum EngineError {
     #[error("reference audio: {0}")]
     ReferenceAudio(String),
 
+    /// A bad `[engine.tuning]` key or value.
+    #[error("engine.tuning.{key}: {message}")]
+    Tuning { key: String, message: String },
+
     #[error("no GPU adapter found ({0})")]
     NoAdapter(String),
 

@@ -21,8 +21,10 @@ pub mod sampling;
 pub mod segment;
 pub mod speaker_encoder;
 pub mod speech_encoder;
+pub mod tuning;
 
 pub use engine::{
     plan_segments, prompt_overhead, Engine, EngineOptions, FinishReason, Frame, FrameLogits, KvFormat,
     SegmentLimits, SessionId, SessionRequest, StepOutput, TextInput, TickProfile,
 };
+pub use tuning::EngineTuning;

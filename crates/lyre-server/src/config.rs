@@ -70,6 +70,8 @@ pub struct EngineSection {
     pub kv_cache: String,
     /// Text tokens per segment of a long text; 0: sized so a segment's speech fits the cache.
     pub segment_tokens: usize,
+    /// `[engine.tuning]`: which kernels run (defaults measured best; see docs/kernels.md).
+    pub tuning: lyre_engine::EngineTuning,
 }
 
 impl Default for EngineSection {
@@ -81,6 +83,7 @@ impl Default for EngineSection {
             max_rows_per_tick: 1024,
             kv_cache: "f32".into(),
             segment_tokens: 0,
+            tuning: lyre_engine::EngineTuning::default(),
         }
     }
 }
@@ -288,6 +291,7 @@ impl ServerConfig {
                 e.segment_tokens
             );
         }
+        e.tuning.validate()?;
         if e.max_rows_per_tick < 16 {
             bail!("engine.max_rows_per_tick: must be at least 16, got {}", e.max_rows_per_tick);
         }
@@ -330,7 +334,22 @@ impl ServerConfig {
 
 const SECTIONS: &[&str] = &["server", "model", "engine", "limits", "auth", "logging", "voices"];
 
-/// `LYRE_ENGINE_MAX_SESSIONS=64` sets `[engine] max_sessions = 64`. The value's type follows
+/// The key `rest` names in `table`, as a path: `rest` itself, or for a sub-table `t` whose name
+/// `rest` starts with (`t_`), the key the remainder names in it. With the key's default value.
+fn find_key<'a>(table: &'a toml::Table, rest: &str) -> Option<(Vec<String>, &'a toml::Value)> {
+    if let Some(v) = table.get(rest).filter(|v| !v.is_table()) {
+        return Some((vec![rest.to_string()], v));
+    }
+    table.iter().find_map(|(name, v)| {
+        let inner = rest.strip_prefix(name.as_str())?.strip_prefix('_')?;
+        let (mut path, default) = find_key(v.as_table()?, inner)?;
+        path.insert(0, name.clone());
+        Some((path, default))
+    })
+}
+
+/// `LYRE_ENGINE_MAX_SESSIONS=64` sets `[engine] max_sessions = 64`, and
+/// `LYRE_ENGINE_TUNING_GEMM=off` sets `[engine.tuning] gemm = "off"`. The value's type follows
 /// the key's default; lists are comma-separated. Variables that name no key are errors. A
 /// variable that sets `model.dir` or `model.repo` clears the other one from the file.
 fn apply_env(table: &mut toml::Table, env: impl IntoIterator<Item = (String, String)>) -> anyhow::Result<()> {
@@ -348,8 +367,18 @@ fn apply_env(table: &mut toml::Table, env: impl IntoIterator<Item = (String, Str
         let rest = rest.to_lowercase();
         let Some(section) = SECTIONS.iter().find(|s| rest.starts_with(&format!("{s}_"))) else { continue };
         let key = &rest[section.len() + 1..];
-        let Some(default) = defaults.get(*section).and_then(|t| t.get(key)) else {
-            bail!("{name}: no key `{key}` in section [{section}]");
+        let section_defaults = defaults.get(*section).and_then(|t| t.as_table());
+        let Some((path, default)) = section_defaults.and_then(|t| find_key(t, key)) else {
+            // Name the sub-table the variable aims at, if any (`LYRE_ENGINE_TUNING_X`).
+            let sub = section_defaults.and_then(|t| {
+                t.iter().find_map(|(n, v)| {
+                    Some((n, key.strip_prefix(n.as_str())?.strip_prefix('_')?, v.as_table()?))
+                })
+            });
+            match sub {
+                Some((table, key, _)) => bail!("{name}: no key `{key}` in section [{section}.{table}]"),
+                None => bail!("{name}: no key `{key}` in section [{section}]"),
+            }
         };
         let parsed = match default {
             _ if name == "LYRE_AUTH_TENANTS" => parse_tenants(&value).with_context(|| name.clone())?,
@@ -370,10 +399,13 @@ fn apply_env(table: &mut toml::Table, env: impl IntoIterator<Item = (String, Str
             ),
             _ => toml::Value::String(value),
         };
-        let entry =
-            table.entry(section.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
-        let toml::Value::Table(t) = entry else { bail!("[{section}] is not a table") };
-        t.insert(key.to_string(), parsed);
+        let mut t = &mut *table;
+        for part in std::iter::once(*section).chain(path[..path.len() - 1].iter().map(String::as_str)) {
+            let entry = t.entry(part.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
+            let toml::Value::Table(inner) = entry else { bail!("{name}: `{part}` is not a table") };
+            t = inner;
+        }
+        t.insert(path[path.len() - 1].clone(), parsed);
     }
     Ok(())
 }
@@ -526,5 +558,59 @@ mod tests {
         let e = ServerConfig::load(Some(&dir), vec![]).unwrap_err();
         assert!(format!("{e:#}").contains("max_sesions"), "{e:#}");
         std::fs::remove_file(dir).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod tuning_tests {
+    use lyre_engine::tuning::{Switch, TileName};
+
+    use super::*;
+
+    fn load(file: &str, vars: &[(&str, &str)]) -> anyhow::Result<ServerConfig> {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("lyre-tuning-{}-{n}.toml", std::process::id()));
+        std::fs::write(&path, file).unwrap();
+        let vars: Vec<(String, String)> = vars.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let cfg = ServerConfig::load(Some(&path), vars);
+        std::fs::remove_file(path).unwrap();
+        cfg
+    }
+
+    #[test]
+    fn tuning_keys_come_from_the_file_then_the_environment() {
+        let cfg = load(
+            "[engine.tuning]\ngemm = \"off\"\nconv_tile = \"128x128\"\npersistent_groups = 64\n",
+            &[
+                ("LYRE_ENGINE_TUNING_GEMM", "on"),
+                ("LYRE_ENGINE_TUNING_COOP", "0"),
+                ("LYRE_ENGINE_TUNING_GEMM_MIN_ROWS", "16"),
+            ],
+        )
+        .unwrap();
+        let t = &cfg.engine.tuning;
+        assert_eq!((t.gemm, t.gemm_min_rows, t.coop), (Switch::On, 16, false));
+        assert_eq!((t.conv_tile, t.persistent_groups), (TileName::Rows128Wide, 64));
+        assert_eq!(t.matmul, lyre_engine::tuning::MatmulChoice::Auto, "keys not given keep their defaults");
+    }
+
+    #[test]
+    fn unknown_and_malformed_tuning_keys_are_named() {
+        let err = |file: &str, vars: &[(&str, &str)]| format!("{:#}", load(file, vars).unwrap_err());
+        for (file, vars, names) in [
+            ("[engine.tuning]\ngemm_min_row = 3\n", &[][..], "gemm_min_row"),
+            ("[engine.tuning]\nconv_tile = \"64\"\n", &[], "engine.tuning.conv_tile"),
+            ("[engine.tuning]\ncoop = 0\n", &[], "engine.tuning.coop"),
+            ("[engine.tuning]\npersistent = \"maybe\"\n", &[], "engine.tuning.persistent"),
+            ("[engine.tuning]\ngemm_max_split = 64\n", &[], "engine.tuning.gemm_max_split"),
+            ("", &[("LYRE_ENGINE_TUNING_GEM", "on")], "no key `gem` in section [engine.tuning]"),
+            ("", &[("LYRE_ENGINE_TUNING_GEMM_MIN_ROWS", "many")], "LYRE_ENGINE_TUNING_GEMM_MIN_ROWS"),
+            ("", &[("LYRE_ENGINE_TUNING_MATMUL", "fast")], "engine.tuning.matmul"),
+            ("", &[("LYRE_ENGINE_TUNING_PIPELINE", "maybe")], "LYRE_ENGINE_TUNING_PIPELINE"),
+        ] {
+            let e = err(file, vars);
+            assert!(e.contains(names), "{file:?} {vars:?}: {e}");
+        }
     }
 }

@@ -1,7 +1,17 @@
-//! What the microbenchmarks share: list-valued environment settings and the timing loop.
+//! What the microbenchmarks share: the engine tuning and list-valued settings from the
+//! environment, and the timing loop.
 
 use std::str::FromStr;
 use std::time::Instant;
+
+use lyre_engine::EngineTuning;
+
+/// The default tuning with the `LYRE_ENGINE_TUNING_*` variables applied (the names of the
+/// server's `[engine.tuning]` overrides, e.g. `LYRE_ENGINE_TUNING_ADAPTER=H100`).
+#[allow(dead_code)] // not every bench builds kernels
+pub fn tuning() -> Result<EngineTuning, lyre_engine::EngineError> {
+    EngineTuning::default().with_env(std::env::vars())
+}
 
 /// A comma-separated list from the environment variable `name`, or from `default`.
 pub fn env_list<T: FromStr>(name: &str, default: &str) -> Vec<T> {

@@ -263,9 +263,10 @@ pub(crate) mod tests {
     use std::path::PathBuf;
     use std::sync::OnceLock;
 
-    /// `$LYRE_SHARED/fixtures`, else the fixtures beside the workspace.
+    /// `$LYRE_SHARED/fixtures` (as the tests were built with it: the engine reads no
+    /// environment at run time), else the fixtures beside the workspace.
     fn fixture(name: &str) -> PathBuf {
-        let shared = std::env::var_os("LYRE_SHARED")
+        let shared = option_env!("LYRE_SHARED")
             .map(PathBuf::from)
             .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
         shared.join("fixtures").join(name)

@@ -22,7 +22,7 @@ use crate::checkpoint::config::SpeechTokenizerConfig;
 use crate::checkpoint::weights::WeightFile;
 use crate::error::{EngineError, Result};
 use crate::gpu::{Dispatch, GpuContext};
-use crate::kernels::rope_shift::{shift_table, RopeShift};
+use crate::kernels::attention::{shift_table, RopeShift};
 use crate::kernels::Env;
 use crate::model::rope::RopeTables;
 use plan::StepInputs;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::checkpoint::config::{DecoderConfig, SpeechTokenizerConfig};
 use crate::error::{EngineError, Result};
-use crate::kernels::qk_norm_rope::Heads;
+use crate::kernels::attention::Heads;
 
 /// Kernel of the plain convs (decoder input and output conv, residual-unit conv1) and of the
 /// ConvNeXt depthwise conv.

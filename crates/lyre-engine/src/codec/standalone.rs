@@ -12,9 +12,11 @@ use crate::checkpoint::weights::WeightFile;
 use crate::codec::shape::BOOKS;
 use crate::error::{EngineError, Result};
 use crate::gpu::{read_buffer, record_all, Dispatch, GpuContext, Readback, RowCounts};
+use crate::kernels::select::KernelChoice;
 use crate::kernels::seq_view::SeqLayout;
-use crate::kernels::{matmul_gemm, Env};
+use crate::kernels::Env;
 use crate::sampling::SessionDesc;
+use crate::tuning::EngineTuning;
 
 /// One step's worth of input buffers and its recorded dispatches.
 struct Runner {
@@ -65,16 +67,17 @@ pub struct StandaloneDecoder {
 }
 
 impl StandaloneDecoder {
-    /// A decoder of one frame per session per step.
+    /// A decoder of one frame per session per step, with the kernels `tuning` chooses.
     pub fn new(
         ctx: Arc<GpuContext>,
         cfg: &SpeechTokenizerConfig,
         weights: &WeightFile,
         max_sessions: usize,
         max_frames: usize,
+        tuning: &EngineTuning,
     ) -> Result<Self> {
         let options = DecoderOptions { max_sessions, max_frames, max_frames_per_step: 1 };
-        Self::with_options(ctx, cfg, weights, options)
+        Self::with_options(ctx, cfg, weights, options, tuning)
     }
 
     /// With `options.max_frames_per_step` > 1, [`StandaloneDecoder::decode_clip`] decodes that
@@ -84,13 +87,22 @@ impl StandaloneDecoder {
         cfg: &SpeechTokenizerConfig,
         weights: &WeightFile,
         options: DecoderOptions,
+        tuning: &EngineTuning,
     ) -> Result<Self> {
         let decoder = CodecDecoder::with_options(&ctx, cfg, weights, options)?;
+        let kernels = KernelChoice::new(&ctx, tuning);
         let counts = ctx.storage_zeroed("decoder.counts", 16)?;
         let dummy = ctx.storage_zeroed("decoder.dummy", 16)?;
         let scratch = ctx.storage_zeroed("decoder.scratch", 16)?;
-        let partials = ctx.storage_zeroed("decoder.partials", matmul_gemm::partials_bytes(&ctx))?;
-        let env = Env { ctx: &ctx, counts: &counts, dummy: &dummy, scratch: &scratch, partials: &partials };
+        let partials = ctx.storage_zeroed("decoder.partials", kernels.partials_bytes())?;
+        let env = Env {
+            ctx: &ctx,
+            kernels: &kernels,
+            counts: &counts,
+            dummy: &dummy,
+            scratch: &scratch,
+            partials: &partials,
+        };
         let single = runner(&ctx, &decoder, &env, 1)?;
         let chunk = options.max_frames_per_step;
         let chunked = if chunk > 1 { Some(runner(&ctx, &decoder, &env, chunk)?) } else { None };

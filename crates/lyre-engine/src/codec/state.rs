@@ -18,7 +18,7 @@ use super::shape::DecoderShape;
 use super::weights::DecoderWeights;
 use crate::error::Result;
 use crate::gpu::GpuContext;
-use crate::kernels::qk_norm_rope::{KvCache, KvFormat};
+use crate::kernels::attention::{KvCache, KvFormat};
 use crate::kernels::seq_view::{SeqLayout, SeqView};
 
 /// One conv input's history ring, `[slot][len][stride]` f32.

@@ -3,9 +3,8 @@
 
 use crate::error::Result;
 use crate::gpu::{Dispatch, GpuContext, RowCount};
-use crate::kernels::codec_gather::{Accumulate, CodecGather};
-use crate::kernels::copy_rows::{CopyRows, Source};
-use crate::kernels::decode_layer::GridSync;
+use crate::kernels::gather::{Accumulate, CodecGather, CopyRows, Source};
+use crate::kernels::layer::GridSync;
 use crate::kernels::matmul::{Activation, Input, Matmul, Output};
 use crate::kernels::sample::Sample;
 use crate::kernels::{Env, Rows};

@@ -25,18 +25,20 @@ use crate::checkpoint::ModelDir;
 use crate::codec::CodecDecoder;
 use crate::error::{EngineError, Result};
 use crate::gpu::GpuContext;
-pub use crate::kernels::qk_norm_rope::KvFormat;
+pub use crate::kernels::attention::KvFormat;
+use crate::kernels::select::KernelChoice;
 use crate::model::code_predictor::CodePredictorWeights;
 use crate::model::talker::TalkerWeights;
 use crate::prompt::{TextMode, VoiceSpec};
 use crate::sampling::SamplingParams;
+use crate::tuning::EngineTuning;
 use reference::ReferencePlan;
 use seams::Seams;
 use session::Session;
 use tick_plan::{CodecIds, TickPlan};
 
-/// Engine-wide sizes.
-#[derive(Debug, Clone, Copy)]
+/// Engine-wide sizes and switches.
+#[derive(Debug, Clone)]
 pub struct EngineOptions {
     /// Sessions alive at once (KV-cache slots).
     pub max_sessions: usize,
@@ -60,6 +62,9 @@ pub struct EngineOptions {
     /// Fault injection (tests): the persistent layers wait for one workgroup more than they
     /// launch, so their barriers give up, as on a GPU that cannot run the whole grid at once.
     pub inject_grid_fault: bool,
+    /// Which kernels run and how ticks are submitted (the device-wide keys apply where the
+    /// [`GpuContext`] is made: [`GpuOptions::from_tuning`](crate::gpu::GpuOptions::from_tuning)).
+    pub tuning: EngineTuning,
 }
 
 impl Default for EngineOptions {
@@ -74,6 +79,7 @@ impl Default for EngineOptions {
             profile: false,
             profile_dispatches: false,
             inject_grid_fault: false,
+            tuning: EngineTuning::default(),
         }
     }
 }
@@ -158,7 +164,7 @@ pub struct Engine {
     /// Whether ticks are timed now (the profiler exists and is switched on).
     profiling: bool,
     last_profile: Option<TickProfile>,
-    /// Submit the next tick before reading the current one (off: `LYRE_PIPELINE=0`).
+    /// Submit the next tick before reading the current one (off: `tuning.pipeline = false`).
     pipeline: bool,
     in_flight: Option<tick::InFlight>,
     next_readback: usize,
@@ -201,18 +207,21 @@ impl Engine {
             opts.max_sessions + 1,
             opts.max_positions,
         )?;
-        let mut plan = TickPlan::new(&gpu, &talker, &cp, &decoder, ids, limits, opts.inject_grid_fault)?;
+        let kernels = KernelChoice::new(&gpu, &opts.tuning);
+        let mut plan =
+            TickPlan::new(&gpu, kernels, &talker, &cp, &decoder, ids, limits, opts.inject_grid_fault)?;
         let (seams, redirect) = {
             let env = plan.env(&gpu);
             Seams::new(&gpu, &env, &decoder, opts.max_sessions, ids.eos, &plan.decoder_sessions, &plan.codes)?
         };
         plan.dispatches.insert(plan.stages.code_predictor, redirect);
-        let reference = ReferencePlan::new(&gpu, &talker, &cp, &decoder, limits.max_rows)?;
+        let reference = ReferencePlan::new(&gpu, &plan.kernels, &talker, &cp, &decoder, limits.max_rows)?;
         let role = model.tokenizer.assistant_text_ids("")?;
         let role_ids = [role[0], role[1], role[2]];
         gpu.take_error()?;
         let profiler =
             if opts.profile { profile::Profiler::new(&gpu, &plan, opts.profile_dispatches) } else { None };
+        let (pipeline, max_sessions) = (opts.tuning.pipeline, opts.max_sessions);
         Ok(Engine {
             gpu,
             model,
@@ -227,13 +236,13 @@ impl Engine {
             profiling: profiler.is_some(),
             profiler,
             last_profile: None,
-            pipeline: !matches!(std::env::var("LYRE_PIPELINE").as_deref(), Ok("0" | "off" | "false")),
+            pipeline,
             in_flight: None,
             next_readback: 0,
             grid_give_ups: 0,
             sessions: BTreeMap::new(),
             forced: BTreeMap::new(),
-            free_slots: (0..opts.max_sessions as u32).rev().collect(),
+            free_slots: (0..max_sessions as u32).rev().collect(),
             next_id: 1,
             role_ids,
         })
@@ -318,7 +327,7 @@ impl Engine {
         self.profiling
     }
 
-    /// Switches tick pipelining on or off (on by default unless `LYRE_PIPELINE=0`).
+    /// Switches tick pipelining on or off (on unless `tuning.pipeline` is false).
     pub fn set_pipelining(&mut self, on: bool) {
         self.pipeline = on;
     }

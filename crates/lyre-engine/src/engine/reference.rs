@@ -12,7 +12,8 @@
 use crate::codec::CodecDecoder;
 use crate::error::Result;
 use crate::gpu::{record_all, Dispatch, GpuContext, Readback, RowCounts};
-use crate::kernels::codec_gather::{Accumulate, CodecGather};
+use crate::kernels::gather::{Accumulate, CodecGather};
+use crate::kernels::select::KernelChoice;
 use crate::kernels::Env;
 use crate::model::code_predictor::CodePredictorWeights;
 use crate::model::talker::TalkerWeights;
@@ -51,6 +52,7 @@ pub(super) struct ReferencePlan {
 impl ReferencePlan {
     pub fn new(
         ctx: &GpuContext,
+        kernels: &KernelChoice,
         talker: &TalkerWeights,
         cp: &CodePredictorWeights,
         decoder: &CodecDecoder,
@@ -66,7 +68,7 @@ impl ReferencePlan {
         let acc = z("ref.acc", (max_frames * h * 4) as u64)?;
         let step_codes = z("ref.step_codes", FRAME_BYTES)?;
         let step_desc = z("ref.step_desc", DESC_BYTES)?;
-        let env = Env { ctx, counts: &counts, dummy: &dummy, scratch: &scratch, partials: &scratch };
+        let env = Env { ctx, kernels, counts: &counts, dummy: &dummy, scratch: &scratch, partials: &scratch };
         let groups = cp.embeddings.len() + 1;
         let embed = (0..groups)
             .map(|j| {
@@ -105,8 +107,10 @@ impl ReferencePlan {
 
     /// The embedding and priming dispatches, described (see [`super::Engine::describe_dispatches`]).
     pub fn describe(&self, ctx: &GpuContext, counts: &RowCounts) -> Vec<String> {
-        let embed = ctx.describe_dispatches(&self.embed, counts).into_iter().map(|l| format!("ref.embed: {l}"));
-        let prime = ctx.describe_dispatches(&self.prime, counts).into_iter().map(|l| format!("ref.prime: {l}"));
+        let embed =
+            ctx.describe_dispatches(&self.embed, counts).into_iter().map(|l| format!("ref.embed: {l}"));
+        let prime =
+            ctx.describe_dispatches(&self.prime, counts).into_iter().map(|l| format!("ref.prime: {l}"));
         embed.chain(prime).collect()
     }
 

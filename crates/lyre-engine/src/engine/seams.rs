@@ -14,7 +14,7 @@
 use crate::codec::{CodecDecoder, RopeWrap};
 use crate::error::Result;
 use crate::gpu::{Dispatch, GpuContext};
-use crate::kernels::decoder_redirect::DecoderRedirect;
+use crate::kernels::gather::DecoderRedirect;
 use crate::kernels::Env;
 
 pub(super) struct Seams {

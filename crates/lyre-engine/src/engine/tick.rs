@@ -7,7 +7,7 @@ use super::tick_plan::ROW_DESC_BYTES;
 use super::{Engine, FinishReason, Frame, FrameLogits, StepOutput};
 use crate::error::Result;
 use crate::gpu::{read_buffer, record_all, RowCounts};
-use crate::kernels::combine_input::{EXTRA, FROM_ACC, NONE};
+use crate::kernels::gather::{EXTRA, FROM_ACC, NONE};
 use crate::prompt::{CodecPart, PromptRow};
 use crate::sampling::SessionDesc;
 

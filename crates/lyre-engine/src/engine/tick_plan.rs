@@ -8,17 +8,13 @@ use super::cp_plan::{code_predictor_steps, cp_row_descs, CpBuffers};
 use crate::codec::CodecDecoder;
 use crate::error::Result;
 use crate::gpu::{Dispatch, GpuContext, Readback, RowCount};
-use crate::kernels::combine_input::CombineInput;
-use crate::kernels::copy_rows::{CopyRows, Source};
-use crate::kernels::decode_layer::{
-    persistent_groups, sync_bytes, workgroup_bytes, AttentionSplit, GridSync,
-};
-use crate::kernels::embed_text::EmbedText;
+use crate::kernels::attention::KvFormat;
+use crate::kernels::gather::{CombineInput, CopyRows, EmbedText, Source};
+use crate::kernels::layer::{persistent_groups, sync_bytes, workgroup_bytes, GridSync};
 use crate::kernels::matmul::{Activation, Input, Matmul, Output};
-use crate::kernels::matmul_gemm;
-use crate::kernels::qk_norm_rope::KvFormat;
-use crate::kernels::rms_norm::{RmsNorm, WeightFormat};
+use crate::kernels::norm::{RmsNorm, WeightFormat};
 use crate::kernels::sample::{Sample, TalkerProcessors};
+use crate::kernels::select::KernelChoice;
 use crate::kernels::{Env, Rows};
 use crate::model::code_predictor::CodePredictorWeights;
 use crate::model::rope::RopeTables;
@@ -48,6 +44,8 @@ pub struct CodecIds {
 
 pub struct TickPlan {
     pub limits: PlanLimits,
+    /// Which kernel of each family the plan's dispatches run.
+    pub kernels: KernelChoice,
     pub counts: wgpu::Buffer,
     pub row_desc: wgpu::Buffer,
     pub sessions: wgpu::Buffer,
@@ -106,8 +104,10 @@ pub const ROW_DESC_BYTES: usize = 16;
 const CP_POSITIONS: usize = 16;
 
 impl TickPlan {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         ctx: &GpuContext,
+        kernels: KernelChoice,
         talker: &TalkerWeights,
         cp: &CodePredictorWeights,
         decoder: &CodecDecoder,
@@ -122,7 +122,7 @@ impl TickPlan {
         let counts = z("counts", 16)?;
         let dummy = z("dummy", 16)?;
         let scratch = z("scratch", 16)?;
-        let partials = ctx.storage_zeroed("gemm.partials", matmul_gemm::partials_bytes(ctx))?;
+        let partials = ctx.storage_zeroed("gemm.partials", kernels.partials_bytes())?;
         let row_desc = z("row_desc", rows * ROW_DESC_BYTES)?;
         let sessions = z("sessions", ms * std::mem::size_of::<crate::sampling::SessionDesc>())?;
         let decoder_sessions =
@@ -163,13 +163,20 @@ impl TickPlan {
         let layer_bytes = |s: &crate::model::transformer::StackShape| {
             workgroup_bytes(s.heads, s.hidden as u32, s.inter as u32)
         };
-        let groups = persistent_groups(ctx, layer_bytes(ts).max(layer_bytes(cps)));
+        let groups = persistent_groups(ctx, &kernels, layer_bytes(ts).max(layer_bytes(cps)));
         // Fault injection: two workgroups waited for, one launched.
         let (groups, held_back) = if grid_fault { (2, 1) } else { (groups, 0) };
         let grid =
-            Some(GridSync { groups, counter: &grid_counter, held_back, split: AttentionSplit::from_env() });
+            Some(GridSync { groups, counter: &grid_counter, held_back, split: kernels.attention_split() });
 
-        let env = Env { ctx, counts: &counts, dummy: &dummy, scratch: &scratch, partials: &partials };
+        let env = Env {
+            ctx,
+            kernels: &kernels,
+            counts: &counts,
+            dummy: &dummy,
+            scratch: &scratch,
+            partials: &partials,
+        };
         let mut d: Vec<Dispatch> = Vec::new();
         let th = talker.text_hidden as u32;
         let (hu, tr) = (h as u32, RowCount::Talker);
@@ -317,6 +324,7 @@ impl TickPlan {
         keep.extend(cp_rows);
         Ok(TickPlan {
             limits,
+            kernels,
             counts,
             row_desc,
             sessions,
@@ -361,6 +369,7 @@ impl TickPlan {
     pub fn env<'a>(&'a self, ctx: &'a GpuContext) -> Env<'a> {
         Env {
             ctx,
+            kernels: &self.kernels,
             counts: &self.counts,
             dummy: &self.dummy,
             scratch: &self.scratch,

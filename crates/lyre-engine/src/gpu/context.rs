@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::error::{EngineError, Result};
+use crate::tuning::EngineTuning;
 
 /// How to pick the adapter.
 #[derive(Debug, Clone)]
@@ -14,6 +15,8 @@ pub struct GpuOptions {
     pub adapter_name: Option<String>,
     /// Which runtime checks wgpu compiles into our kernels (see [`ShaderChecks`]).
     pub shader_checks: ShaderChecks,
+    /// Use the adapter's cooperative matrices for the GEMM tiles where it has them.
+    pub coop: bool,
 }
 
 /// The runtime checks wgpu adds to every shader it compiles: index clamping on arrays, guards on
@@ -31,19 +34,18 @@ pub enum ShaderChecks {
 
 impl Default for GpuOptions {
     fn default() -> Self {
-        GpuOptions { backends: wgpu::Backends::PRIMARY, adapter_name: None, shader_checks: ShaderChecks::Off }
+        GpuOptions::from_tuning(&EngineTuning::default())
     }
 }
 
 impl GpuOptions {
-    /// Defaults, overridden by `LYRE_ADAPTER` (adapter name substring) and
-    /// `LYRE_SHADER_CHECKS=1` (keep wgpu's runtime checks) when set.
-    pub fn from_env() -> Self {
-        let checks_on = matches!(std::env::var("LYRE_SHADER_CHECKS").as_deref(), Ok("1" | "on" | "true"));
+    /// The device-wide keys of a tuning: `adapter`, `shader_checks` and `coop`.
+    pub fn from_tuning(tuning: &EngineTuning) -> Self {
         GpuOptions {
-            adapter_name: std::env::var("LYRE_ADAPTER").ok().filter(|s| !s.is_empty()),
-            shader_checks: if checks_on { ShaderChecks::On } else { ShaderChecks::Off },
-            ..Self::default()
+            backends: wgpu::Backends::PRIMARY,
+            adapter_name: Some(tuning.adapter.trim().to_string()).filter(|s| !s.is_empty()),
+            shader_checks: if tuning.shader_checks { ShaderChecks::On } else { ShaderChecks::Off },
+            coop: tuning.coop,
         }
     }
 }
@@ -110,7 +112,7 @@ impl GpuContext {
             | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
             | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
         let mut features = adapter.features() & wanted;
-        let coop_off = super::coop::unusable(&adapter);
+        let coop_off = super::coop::unusable(&adapter, opts.coop);
         let mut experimental = wgpu::ExperimentalFeatures::disabled();
         if coop_off.is_none() {
             features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;

@@ -1,14 +1,14 @@
 //! Cooperative matrices (tensor cores): whether the GEMM tiles may run on them
-//! (`kernels/coop_tile.wgsl`). wgpu 30 offers them as an experimental feature; the tile needs
+//! (`kernels/shared/coop_tile.wgsl`). wgpu 30 offers them as an experimental feature; the tile needs
 //! 16 × 16 × 16 blocks of f16 operands with f32 sums at subgroup scope, and subgroups of 32.
 
 use wgpu::{CooperativeScalarType, Features};
 
-/// Why the adapter's cooperative matrices are not used, or `None` when they are.
-/// `LYRE_COOP=0` turns them off.
-pub(super) fn unusable(adapter: &wgpu::Adapter) -> Option<&'static str> {
-    if std::env::var("LYRE_COOP").as_deref() == Ok("0") {
-        return Some("LYRE_COOP=0");
+/// Why the adapter's cooperative matrices are not used, or `None` when they are; `enabled`
+/// false (`engine.tuning.coop = false`) turns them off.
+pub(super) fn unusable(adapter: &wgpu::Adapter, enabled: bool) -> Option<&'static str> {
+    if !enabled {
+        return Some("engine.tuning.coop = false");
     }
     let needed = Features::EXPERIMENTAL_COOPERATIVE_MATRIX | Features::SHADER_F16 | Features::SUBGROUP;
     if !adapter.features().contains(needed) {

@@ -37,7 +37,13 @@ impl GpuContext {
     }
 
     /// A storage buffer made with `contents` (`None`: zeroed) or a uniform holding them.
-    pub(super) fn name_buffer(&self, buffer: &wgpu::Buffer, label: &str, contents: Option<&[u8]>, uniform: bool) {
+    pub(super) fn name_buffer(
+        &self,
+        buffer: &wgpu::Buffer,
+        label: &str,
+        contents: Option<&[u8]>,
+        uniform: bool,
+    ) {
         self.with_names(|n| {
             let text = match (contents, uniform) {
                 (Some(c), true) => {

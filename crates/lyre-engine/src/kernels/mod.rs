@@ -1,34 +1,22 @@
-//! One launcher module per WGSL kernel. A launcher owns the kernel's parameter struct (the
-//! mirror of the WGSL `Params`) and builds a [`Dispatch`](crate::gpu::Dispatch) from buffers.
+//! The WGSL kernels and their launchers, by family. A launcher owns its kernel's parameter
+//! struct (the mirror of the WGSL `Params`) and the buffers it binds, and builds a
+//! [`Dispatch`](crate::gpu::Dispatch) from them; which kernel of a family runs for a shape and a
+//! tick's row count is decided in [`select`]. WGSL shared by several families (bf16 loads,
+//! descriptors, sequence views, the GEMM tiles, attention helpers) is in `shared/`; a kernel's
+//! source is those snippets followed by its own file. [`catalog`] lists every kernel.
 
 pub mod attention;
-pub mod attention_rope;
-pub mod clamp_pcm;
-pub mod codec_gather;
-pub mod combine_input;
-pub mod conv1d;
-pub mod conv1d_gemm;
-pub mod copy_rows;
-pub mod decode_layer;
-pub mod decoder_redirect;
-pub mod depthwise_conv;
-pub mod embed_text;
-pub mod frame_rows;
+pub mod catalog;
+pub mod conv;
+pub mod elementwise;
+pub mod gather;
 pub mod gemm_tile;
-pub mod glu;
-pub mod grid_residency;
+pub mod layer;
 pub mod matmul;
-pub mod matmul_few_rows;
-pub mod matmul_gemm;
-pub mod qk_norm_rope;
-pub mod rms_norm;
-pub mod rope_shift;
-pub mod rvq_dequant;
+pub mod norm;
 pub mod sample;
-pub mod seq_norm;
+pub mod select;
 pub mod seq_view;
-pub mod snake;
-pub mod swiglu;
 
 /// A run of rows inside a buffer of f32 values: row `i` starts at element
 /// `offset + i * row_step * stride`.
@@ -60,6 +48,8 @@ pub(crate) fn groups(n: u32, per: u32) -> u32 {
 #[derive(Clone, Copy)]
 pub struct Env<'a> {
     pub ctx: &'a crate::gpu::GpuContext,
+    /// Which kernel of each family runs.
+    pub kernels: &'a select::KernelChoice,
     /// The tick's row counts (`RowCounts::as_array`), read by kernels to mask their last tile.
     pub counts: &'a wgpu::Buffer,
     /// A small buffer bound where a kernel's optional input is absent.

@@ -3,7 +3,7 @@
 //!
 //! `seq_view.wgsl` is the WGSL side (the `View` struct, the `counts` and `sessions` bindings and
 //! `row_offset`); every codec kernel's source is that prelude followed by its own file
-//! (`concat!(include_str!("seq_view.wgsl"), include_str!("<kernel>.wgsl"))`).
+//! (`concat!(include_str!("../shared/seq_view.wgsl"), include_str!("<kernel>.wgsl"))`).
 
 use std::sync::Arc;
 
@@ -109,7 +109,7 @@ mod tests {
     #[test]
     fn the_session_stride_is_the_size_of_a_session_descriptor() {
         let words = std::mem::size_of::<crate::sampling::SessionDesc>() / 4;
-        let wgsl = include_str!("seq_view.wgsl");
+        let wgsl = include_str!("shared/seq_view.wgsl");
         assert!(
             wgsl.contains(&format!("const SESSION_WORDS: u32 = {words}u;")),
             "SessionDesc has {words} words"

@@ -1,13 +1,14 @@
 //! The code predictor ("sub-talker"): 5 Qwen3 layers that, per frame, turn the talker's hidden
 //! state and the first code into codes 1..15, with one embedding table and one head per code.
 
-use super::transformer::{load_layers, LayerWeights, StackShape};
+use super::transformer::{load_layers, StackShape};
 use super::upload;
 use crate::checkpoint::config::ModelConfig;
 use crate::checkpoint::weights::WeightFile;
 use crate::error::Result;
 use crate::gpu::GpuContext;
-use crate::kernels::qk_norm_rope::Heads;
+use crate::kernels::attention::Heads;
+use crate::kernels::layer::LayerWeights;
 
 pub struct CodePredictorWeights {
     pub shape: StackShape,

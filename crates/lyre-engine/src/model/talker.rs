@@ -1,14 +1,15 @@
 //! The talker: text projection, 28 Qwen3 layers, final norm and the codec head that scores the
 //! first codebook. Its weights, resident on the GPU.
 
-use super::transformer::{load_layers, LayerWeights, StackShape};
+use super::transformer::{load_layers, StackShape};
 use super::upload::{self, ChunkedTable};
 use crate::checkpoint::config::ModelConfig;
 use crate::checkpoint::weights::WeightFile;
 use crate::error::Result;
 use crate::gpu::GpuContext;
-use crate::kernels::embed_text::MAX_CHUNKS;
-use crate::kernels::qk_norm_rope::Heads;
+use crate::kernels::attention::Heads;
+use crate::kernels::gather::MAX_CHUNKS;
+use crate::kernels::layer::LayerWeights;
 
 pub struct TalkerWeights {
     pub shape: StackShape,

@@ -12,12 +12,10 @@ use super::upload;
 use crate::checkpoint::weights::WeightFile;
 use crate::error::{EngineError, Result};
 use crate::gpu::{Alternative, Dispatch, GpuContext, RowCount};
-use crate::kernels::attention::Attention;
-use crate::kernels::attention_rope::AttentionRope;
-use crate::kernels::decode_layer::{DecodeLayer, GridSync};
+use crate::kernels::attention::{Attention, AttentionRope, Heads, KvCache, KvFormat, QkNormRope};
+use crate::kernels::elementwise::SwiGlu;
+use crate::kernels::layer::{DecodeLayer, GridSync, LayerWeights};
 use crate::kernels::matmul::{Activation, Input, Matmul, Output};
-use crate::kernels::qk_norm_rope::{Heads, KvCache, KvFormat, QkNormRope};
-use crate::kernels::swiglu::SwiGlu;
 use crate::kernels::{Env, Rows};
 
 /// The sizes of one stack.
@@ -38,18 +36,6 @@ impl StackShape {
     fn kv(&self) -> usize {
         self.heads.kv_width() as usize
     }
-}
-
-/// One layer's weights: q|k|v and gate|up are stacked so each is one matmul.
-pub struct LayerWeights {
-    pub input_norm: wgpu::Buffer,
-    pub qkv: wgpu::Buffer,
-    pub q_norm: wgpu::Buffer,
-    pub k_norm: wgpu::Buffer,
-    pub o: wgpu::Buffer,
-    pub post_norm: wgpu::Buffer,
-    pub gate_up: wgpu::Buffer,
-    pub down: wgpu::Buffer,
 }
 
 /// Loads `{prefix}layers.{i}.*` for every layer.
@@ -95,7 +81,8 @@ pub fn load_layers(
 /// Activation buffers for up to `max_rows` rows. `x` carries the residual stream in and out.
 /// The RMSNorms are fused into the matmuls' input loads, so there is no normed `h` buffer: qkv
 /// and gate_up read `x`. Down reads `gate_up` through the fused SwiGLU for small ticks, else
-/// the gated `act` (see [`fused_swiglu_max_rows`]).
+/// the gated `act` (see
+/// [`KernelChoice::fused_swiglu_max_rows`](crate::kernels::select::KernelChoice::fused_swiglu_max_rows)).
 pub struct StackBuffers {
     pub x: wgpu::Buffer,
     pub qkv: wgpu::Buffer,
@@ -103,14 +90,6 @@ pub struct StackBuffers {
     pub attn: wgpu::Buffer,
     pub gate_up: wgpu::Buffer,
     pub act: wgpu::Buffer,
-}
-
-/// Most rows for which down reads SwiGLU(gate_up) in its own input load. With more rows the
-/// subgroup mat-vec recomputes the gating once per output column, and that costs more than the
-/// separate SwiGLU dispatch it saves (H200, docs/PERFORMANCE.md v6: down 205 µs instead of
-/// ~50 µs at 32 rows). `LYRE_FUSED_SWIGLU_MAX_ROWS` overrides it.
-pub fn fused_swiglu_max_rows() -> u32 {
-    std::env::var("LYRE_FUSED_SWIGLU_MAX_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
 }
 
 impl StackBuffers {
@@ -224,7 +203,10 @@ impl StackRun<'_> {
             inter: s.inter as u32,
             eps: s.eps,
             weights: w,
-            bufs: self.bufs,
+            x: &self.bufs.x,
+            qkv: &self.bufs.qkv,
+            attn: &self.bufs.attn,
+            act: &self.bufs.act,
             cache: self.kv.layer(l),
             rope_cos: &self.rope.cos,
             rope_sin: &self.rope.sin,
@@ -362,7 +344,7 @@ impl StackRun<'_> {
     }
 
     /// SwiGLU and down (+= x). The mat-vec kernels read SwiGLU(gate_up) in their input load up
-    /// to [`fused_swiglu_max_rows`] rows; above that a SwiGLU dispatch writes `act` and a plain
+    /// to `fused_swiglu_max_rows` rows; above that a SwiGLU dispatch writes `act` and a plain
     /// down reads it. The GEMM levels gate once per staged value, so they always read gate_up;
     /// the SwiGLU dispatch runs only for the row counts where the plain down does.
     fn down(&self, env: &Env, w: &LayerWeights, swiglu: &str, down: &str) -> Result<[Dispatch; 2]> {
@@ -384,7 +366,7 @@ impl StackRun<'_> {
             }
             .build(env)
         };
-        let split_from = fused_swiglu_max_rows() + 1;
+        let split_from = env.kernels.fused_swiglu_max_rows() + 1;
         let mut fused = matmul(Rows::dense(&b.gate_up, 2 * i), Input::SwiGlu)?;
         // Where a GEMM level takes over from the plain down, the SwiGLU dispatch stops.
         let gemm_from = fused.alternatives.iter().map(|a| a.min_rows).filter(|&m| m > split_from).min();

@@ -10,6 +10,15 @@ use lyre_engine::gpu::{GpuContext, GpuOptions};
 use safetensors::tensor::Dtype;
 use safetensors::SafeTensors;
 
+/// The engine tuning of the tests: the defaults with the environment's `LYRE_ENGINE_TUNING_*`
+/// variables applied, as the server applies them (CI's second pass forces the GPU kernels on
+/// lavapipe this way).
+pub fn tuning() -> lyre_engine::EngineTuning {
+    lyre_engine::EngineTuning::default()
+        .with_env(std::env::vars())
+        .expect("valid LYRE_ENGINE_TUNING_* variables")
+}
+
 /// `../shared` beside the checkout, or `LYRE_SHARED`.
 pub fn shared() -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
@@ -22,9 +31,11 @@ pub fn fixture(name: &str) -> PathBuf {
     p
 }
 
-/// A GPU context of its own (fails without an adapter: CI has lavapipe).
+/// A GPU context of its own, for the tests' [`tuning`] (fails without an adapter: CI has
+/// lavapipe).
 pub fn gpu() -> Arc<GpuContext> {
-    Arc::new(GpuContext::new(&GpuOptions::from_env()).expect("a wgpu adapter (CI uses lavapipe)"))
+    let options = GpuOptions::from_tuning(&tuning());
+    Arc::new(GpuContext::new(&options).expect("a wgpu adapter (CI uses lavapipe)"))
 }
 
 /// One reference file of a fixture's `refs/`.

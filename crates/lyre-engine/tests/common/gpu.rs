@@ -5,10 +5,22 @@ use std::sync::{Arc, OnceLock};
 
 use bytemuck::Pod;
 use lyre_engine::gpu::{read_buffer, GpuContext, GpuOptions};
+use lyre_engine::kernels::select::KernelChoice;
 use lyre_engine::kernels::Env;
+
+/// The engine tuning of the tests: the defaults with the environment's `LYRE_ENGINE_TUNING_*`
+/// variables applied, as the server applies them (CI's second pass forces the GPU kernels on
+/// lavapipe this way).
+pub fn tuning() -> lyre_engine::EngineTuning {
+    lyre_engine::EngineTuning::default()
+        .with_env(std::env::vars())
+        .expect("valid LYRE_ENGINE_TUNING_* variables")
+}
 
 pub struct Gpu {
     pub ctx: Arc<GpuContext>,
+    /// The kernel choices of the tests' tuning on this adapter.
+    pub kernels: KernelChoice,
     pub counts: wgpu::Buffer,
     pub dummy: wgpu::Buffer,
     pub scratch: wgpu::Buffer,
@@ -21,7 +33,8 @@ fn shared_context() -> Arc<GpuContext> {
     static CONTEXT: OnceLock<Arc<GpuContext>> = OnceLock::new();
     CONTEXT
         .get_or_init(|| {
-            Arc::new(GpuContext::new(&GpuOptions::from_env()).expect("a wgpu adapter (CI uses lavapipe)"))
+            let options = GpuOptions::from_tuning(&tuning());
+            Arc::new(GpuContext::new(&options).expect("a wgpu adapter (CI uses lavapipe)"))
         })
         .clone()
 }
@@ -33,7 +46,8 @@ impl Gpu {
         let dummy = ctx.storage_zeroed("dummy", 16).unwrap();
         let scratch = ctx.storage_zeroed("scratch", 16).unwrap();
         let partials = ctx.storage_zeroed("partials", 8 << 20).unwrap();
-        Gpu { ctx, counts, dummy, scratch, partials }
+        let kernels = KernelChoice::new(&ctx, &tuning());
+        Gpu { ctx, kernels, counts, dummy, scratch, partials }
     }
 
     /// Whether the adapter runs the GEMM tiles on cooperative matrices (lavapipe does not).
@@ -49,6 +63,7 @@ impl Gpu {
     pub fn env(&self) -> Env<'_> {
         Env {
             ctx: &self.ctx,
+            kernels: &self.kernels,
             counts: &self.counts,
             dummy: &self.dummy,
             scratch: &self.scratch,

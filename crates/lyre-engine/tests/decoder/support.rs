@@ -21,7 +21,7 @@ pub fn speech_tokenizer(name: &str) -> (SpeechTokenizerConfig, WeightFile) {
 
 pub fn decoder(ctx: &Arc<GpuContext>, name: &str, options: DecoderOptions) -> StandaloneDecoder {
     let (cfg, weights) = speech_tokenizer(name);
-    StandaloneDecoder::with_options(ctx.clone(), &cfg, &weights, options).expect("decoder")
+    StandaloneDecoder::with_options(ctx.clone(), &cfg, &weights, options, &tuning()).expect("decoder")
 }
 
 pub fn options(max_sessions: usize, max_frames: usize, frames_per_step: usize) -> DecoderOptions {

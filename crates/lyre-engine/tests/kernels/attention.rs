@@ -1,6 +1,6 @@
 use lyre_engine::gpu::{RowCount, RowCounts};
-use lyre_engine::kernels::attention::{Attention, AttentionKernel};
-use lyre_engine::kernels::qk_norm_rope::{Heads, KvCache, QkNormRope, RopeKernel, RowLayout};
+use lyre_engine::kernels::attention::{Attention, Heads, KvCache, QkNormRope, RowLayout};
+use lyre_engine::kernels::select::{AttentionKernel, RopeKernel};
 use lyre_engine::KvFormat;
 
 use crate::support::*;

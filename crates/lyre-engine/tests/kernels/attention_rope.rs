@@ -2,9 +2,8 @@
 //! replaces (themselves checked against the CPU in `attention.rs`) and the CPU's new cache rows.
 
 use lyre_engine::gpu::{RowCount, RowCounts};
-use lyre_engine::kernels::attention::{Attention, AttentionKernel};
-use lyre_engine::kernels::attention_rope::AttentionRope;
-use lyre_engine::kernels::qk_norm_rope::{Heads, KvCache, QkNormRope, RopeKernel, RowLayout};
+use lyre_engine::kernels::attention::{Attention, AttentionRope, Heads, KvCache, QkNormRope, RowLayout};
+use lyre_engine::kernels::select::{AttentionKernel, RopeKernel};
 use lyre_engine::KvFormat;
 
 use crate::attention::{cpu_norm_rope, rope_tables};

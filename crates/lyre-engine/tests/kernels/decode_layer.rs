@@ -5,13 +5,13 @@
 //! whole KV cache, and that every barrier met all workgroups (none gave up).
 
 use lyre_engine::gpu::{Dispatch, RowCount, RowCounts};
-use lyre_engine::kernels::decode_layer::{
-    grid_size, persistent_groups, sync_bytes, workgroup_bytes, AttentionSplit, GridSync,
+use lyre_engine::kernels::attention::Heads;
+use lyre_engine::kernels::layer::{
+    grid_is_resident, persistent_groups, sync_bytes, workgroup_bytes, GridSync, LayerWeights,
 };
-use lyre_engine::kernels::grid_residency::grid_is_resident;
-use lyre_engine::kernels::qk_norm_rope::Heads;
+use lyre_engine::kernels::select::{grid_size, AttentionSplit};
 use lyre_engine::model::rope::RopeTables;
-use lyre_engine::model::transformer::{KvBuffers, LayerWeights, StackBuffers, StackRun, StackShape};
+use lyre_engine::model::transformer::{KvBuffers, StackBuffers, StackRun, StackShape};
 use lyre_engine::KvFormat;
 
 use crate::support::*;
@@ -296,7 +296,8 @@ fn two_workgroups_meet_at_grid_barriers() {
 fn the_adapter_default_grid_matches_separate_dispatches() {
     let gpu = Gpu::new();
     let s = shape(gpu.ctx.fixed_subgroup_size().expect("an adapter with subgroups of one size"));
-    match persistent_groups(&gpu.ctx, workgroup_bytes(s.heads, s.hidden as u32, s.inter as u32)) {
+    match persistent_groups(&gpu.ctx, &gpu.kernels, workgroup_bytes(s.heads, s.hidden as u32, s.inter as u32))
+    {
         0 => assert!(gpu.ctx.is_cpu(), "persistent layers are off on a GPU"),
         groups => {
             check(groups);

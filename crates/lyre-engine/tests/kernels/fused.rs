@@ -4,7 +4,8 @@
 //! the tolerance, so a kernel that dropped the norm or the gate would fail.
 
 use lyre_engine::gpu::{RowCount, RowCounts};
-use lyre_engine::kernels::matmul::{Activation, Input, Matmul, MatmulKernel, Output};
+use lyre_engine::kernels::matmul::{Activation, Input, Matmul, Output};
+use lyre_engine::kernels::select::MatmulKernel;
 use lyre_engine::kernels::Rows;
 
 use crate::support::*;

@@ -1,8 +1,7 @@
 use lyre_engine::gpu::{RowCount, RowCounts};
-use lyre_engine::kernels::codec_gather::{Accumulate, CodecGather};
-use lyre_engine::kernels::combine_input::{CombineInput, EXTRA, FROM_ACC, NONE};
-use lyre_engine::kernels::copy_rows::{CopyRows, Source};
-use lyre_engine::kernels::embed_text::EmbedText;
+use lyre_engine::kernels::gather::{
+    Accumulate, CodecGather, CombineInput, CopyRows, EmbedText, Source, EXTRA, FROM_ACC, NONE,
+};
 use lyre_engine::kernels::Rows;
 use lyre_engine::sampling::SessionDesc;
 

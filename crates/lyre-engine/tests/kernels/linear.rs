@@ -1,8 +1,9 @@
 use lyre_engine::gpu::{RowCount, RowCounts};
+use lyre_engine::kernels::elementwise::SwiGlu;
 use lyre_engine::kernels::gemm_tile::GemmTile;
-use lyre_engine::kernels::matmul::{Activation, Input, Matmul, MatmulKernel, Output};
-use lyre_engine::kernels::rms_norm::{RmsNorm, WeightFormat};
-use lyre_engine::kernels::swiglu::SwiGlu;
+use lyre_engine::kernels::matmul::{Activation, Input, Matmul, Output};
+use lyre_engine::kernels::norm::{RmsNorm, WeightFormat};
+use lyre_engine::kernels::select::MatmulKernel;
 use lyre_engine::kernels::Rows;
 
 use crate::support::*;

@@ -1,5 +1,6 @@
 use lyre_engine::gpu::RowCounts;
-use lyre_engine::kernels::sample::{Sample, SampleKernel, TalkerProcessors};
+use lyre_engine::kernels::sample::{Sample, TalkerProcessors};
+use lyre_engine::kernels::select::SampleKernel;
 use lyre_engine::kernels::Rows;
 use lyre_engine::sampling::{Sampler, SamplingParams, SessionDesc};
 use rand::Rng;
@@ -22,7 +23,7 @@ fn run(
     talker: bool,
     history: &wgpu::Buffer,
 ) -> Vec<u32> {
-    run_with(gpu, SampleKernel::for_adapter(&gpu.ctx), logits, vocab, descs, talker, history)
+    run_with(gpu, gpu.kernels.sampler(), logits, vocab, descs, talker, history)
 }
 
 fn run_with(

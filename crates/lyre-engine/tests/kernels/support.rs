@@ -65,13 +65,13 @@ pub fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) {
 }
 
 /// The mat-vec variants the kernel tests cover: every split of K over a column's subgroups.
-pub fn matvec_kernels(size: u32) -> Vec<lyre_engine::kernels::matmul::MatmulKernel> {
-    [1, 2, 4, 8].map(|split| lyre_engine::kernels::matmul::MatmulKernel::Matvec { size, split }).to_vec()
+pub fn matvec_kernels(size: u32) -> Vec<lyre_engine::kernels::select::MatmulKernel> {
+    [1, 2, 4, 8].map(|split| lyre_engine::kernels::select::MatmulKernel::Matvec { size, split }).to_vec()
 }
 
 /// The few-rows variants the kernel tests cover: every row-quad count, split and column count.
-pub fn few_rows_kernels() -> Vec<lyre_engine::kernels::matmul::MatmulKernel> {
-    use lyre_engine::kernels::matmul::MatmulKernel::FewRows;
+pub fn few_rows_kernels() -> Vec<lyre_engine::kernels::select::MatmulKernel> {
+    use lyre_engine::kernels::select::MatmulKernel::FewRows;
     [(1, 1, 1), (2, 2, 2), (4, 8, 1), (8, 1, 2), (8, 4, 1)]
         .map(|(quads, split, cpt)| FewRows { quads, split, cpt })
         .to_vec()
@@ -79,9 +79,9 @@ pub fn few_rows_kernels() -> Vec<lyre_engine::kernels::matmul::MatmulKernel> {
 
 /// The GEMM variants the kernel tests cover: every tile, without a split, with an even split
 /// and with one that leaves the last workgroup fewer chunks of K.
-pub fn gemm_kernels() -> Vec<lyre_engine::kernels::matmul::MatmulKernel> {
+pub fn gemm_kernels() -> Vec<lyre_engine::kernels::select::MatmulKernel> {
     use lyre_engine::kernels::gemm_tile::GemmTile;
-    use lyre_engine::kernels::matmul::MatmulKernel::Gemm;
+    use lyre_engine::kernels::select::MatmulKernel::Gemm;
     vec![
         Gemm { tile: GemmTile::ROWS_16, split: 1 },
         Gemm { tile: GemmTile::ROWS_32, split: 2 },
@@ -94,9 +94,9 @@ pub fn gemm_kernels() -> Vec<lyre_engine::kernels::matmul::MatmulKernel> {
 
 /// The GEMM variants on cooperative matrices (f16 operands, f32 sums) where the adapter has them
 /// (none on lavapipe; see [`Gpu::coop_or_required`]).
-pub fn coop_kernels(gpu: &Gpu) -> Vec<lyre_engine::kernels::matmul::MatmulKernel> {
+pub fn coop_kernels(gpu: &Gpu) -> Vec<lyre_engine::kernels::select::MatmulKernel> {
     use lyre_engine::kernels::gemm_tile::GemmTile;
-    use lyre_engine::kernels::matmul::MatmulKernel::Gemm;
+    use lyre_engine::kernels::select::MatmulKernel::Gemm;
     if !gpu.coop_or_required() {
         return Vec::new();
     }
@@ -110,6 +110,6 @@ pub fn coop_kernels(gpu: &Gpu) -> Vec<lyre_engine::kernels::matmul::MatmulKernel
 }
 
 /// Whether `kernel` runs on cooperative matrices (its operands rounded to f16).
-pub fn is_coop(kernel: lyre_engine::kernels::matmul::MatmulKernel) -> bool {
-    matches!(kernel, lyre_engine::kernels::matmul::MatmulKernel::Gemm { tile, .. } if tile.coop)
+pub fn is_coop(kernel: lyre_engine::kernels::select::MatmulKernel) -> bool {
+    matches!(kernel, lyre_engine::kernels::select::MatmulKernel::Gemm { tile, .. } if tile.coop)
 }

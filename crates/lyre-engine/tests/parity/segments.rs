@@ -49,7 +49,8 @@ fn speak(engine: &mut Engine, req: SessionRequest) -> Spoken {
 fn decode_whole(codes: &[[u16; 16]]) -> Vec<f32> {
     let model = lyre_engine::checkpoint::ModelDir::open(fixture("tiny-custom-voice")).unwrap();
     let mut decoder =
-        StandaloneDecoder::new(gpu(), &model.speech_config, &model.speech_weights, 1, codes.len()).unwrap();
+        StandaloneDecoder::new(gpu(), &model.speech_config, &model.speech_weights, 1, codes.len(), &tuning())
+            .unwrap();
     decoder.decode_clip(codes).unwrap()
 }
 

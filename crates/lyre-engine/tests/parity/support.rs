@@ -27,6 +27,7 @@ pub fn options(max_sessions: usize, capture_logits: bool) -> EngineOptions {
         profile: false,
         profile_dispatches: false,
         inject_grid_fault: false,
+        tuning: tuning(),
     }
 }
 

@@ -14,8 +14,10 @@ use lyre_engine::checkpoint::ModelDir;
 use lyre_engine::gpu::{GpuContext, GpuOptions};
 use lyre_engine::prompt::{TextMode, VoiceSpec};
 use lyre_engine::sampling::SamplingParams;
-use lyre_engine::{Engine, EngineOptions, SessionRequest, TextInput, TickProfile};
+use lyre_engine::{Engine, EngineOptions, EngineTuning, SessionRequest, TextInput, TickProfile};
 use serde::Serialize;
+
+use crate::config::ServerConfig;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -47,6 +49,29 @@ pub struct BenchArgs {
     /// The talker's KV-cache format: f32 or f16.
     #[arg(long, default_value = "f32", value_parser = crate::config::parse_kv_format)]
     pub kv_cache: lyre_engine::KvFormat,
+    /// A server config whose `[engine.tuning]` to run with (LYRE_ENGINE_TUNING_* variables apply
+    /// on top, as for `lyre serve`).
+    #[arg(long, env = "LYRE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// An `[engine.tuning]` key for this run, e.g. `--tune persistent=off --tune gemm_min_rows=16`
+    /// (applied last; docs/kernels.md lists the keys).
+    #[arg(long = "tune", value_name = "KEY=VALUE", value_parser = parse_tune)]
+    pub tune: Vec<(String, String)>,
+}
+
+fn parse_tune(s: &str) -> Result<(String, String), String> {
+    let (key, value) = s.split_once('=').ok_or_else(|| format!("`{s}` is not KEY=VALUE"))?;
+    Ok((key.trim().to_string(), value.trim().to_string()))
+}
+
+/// The configuration's tuning with the `--tune` keys applied, validated.
+fn tuning(args: &BenchArgs) -> anyhow::Result<EngineTuning> {
+    let mut tuning = ServerConfig::load(args.config.as_deref(), std::env::vars())?.engine.tuning;
+    for (key, value) in &args.tune {
+        tuning.set(key, value).with_context(|| format!("--tune {key}={value}"))?;
+    }
+    tuning.validate().context("--tune")?;
+    Ok(tuning)
 }
 
 #[derive(Debug, Serialize)]
@@ -74,13 +99,15 @@ struct Report {
     prompt_tokens: usize,
     context: u32,
     kv_cache: String,
+    tuning: EngineTuning,
     timing: &'static str,
     runs: Vec<Run>,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let model = Arc::new(ModelDir::open(&args.model_dir)?);
-    let gpu = Arc::new(GpuContext::new(&GpuOptions::from_env())?);
+    let tuning = tuning(&args)?;
+    let gpu = Arc::new(GpuContext::new(&GpuOptions::from_tuning(&tuning))?);
     let max_batch = args.batch.iter().copied().max().unwrap_or(1).max(1);
     let text = prompt_text(&model, args.prompt_tokens)?;
     let prompt_rows = model.tokenizer.assistant_text_ids(&text)?.len() + 16;
@@ -94,6 +121,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         profile_dispatches: args.profile_dispatches,
         inject_grid_fault: false,
         kv_cache: args.kv_cache,
+        tuning: tuning.clone(),
     };
     let mut engine = Engine::new(gpu.clone(), model.clone(), opts)?;
     let timing = if gpu.has_timestamps_in_passes() { "gpu-timestamps" } else { "wall" };
@@ -157,6 +185,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             prompt_tokens: args.prompt_tokens,
             context: args.context,
             kv_cache: format!("{:?}", args.kv_cache).to_lowercase(),
+            tuning,
             timing,
             runs,
         };

@@ -177,7 +177,7 @@ fn make_engine(
     allow_cpu: bool,
     model_name: &str,
 ) -> anyhow::Result<Engine> {
-    let gpu = GpuContext::new(&GpuOptions::from_env())?;
+    let gpu = GpuContext::new(&GpuOptions::from_tuning(&cfg.engine.tuning))?;
     crate::telemetry::metrics::set_build_info(&gpu.info.name, model_name);
     if gpu.is_cpu() && !allow_cpu {
         anyhow::bail!(
@@ -197,6 +197,7 @@ fn make_engine(
         profile: false,
         profile_dispatches: false,
         inject_grid_fault: debug_grid_fault(),
+        tuning: cfg.engine.tuning.clone(),
     };
     Ok(Engine::new(Arc::new(gpu), model, opts)?)
 }

@@ -19,6 +19,7 @@ use lyre_engine::{Engine, EngineOptions, FinishReason, SessionRequest, TextInput
 
 use super::synth_progress::Progress;
 use crate::audio::{AudioFormat, FileWriter, SAMPLE_RATE};
+use crate::config::ServerConfig;
 use crate::voices::Encoders;
 
 #[derive(Debug, Args)]
@@ -51,7 +52,8 @@ pub struct SynthArgs {
     /// The tenant whose stored voice --voice names (default: the configuration's only tenant).
     #[arg(long, conflicts_with = "voices_dir")]
     pub tenant: Option<String>,
-    /// The server's TOML config, read only for the voice database when --voices-dir is not given.
+    /// The server's TOML config (with LYRE_* overrides): its `[engine.tuning]`, and the voice
+    /// database when --voices-dir is not given.
     #[arg(long, env = "LYRE_CONFIG")]
     pub config: Option<PathBuf>,
     /// `auto` or a language the model knows.
@@ -106,8 +108,10 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
     }
     let format = output_format(&args);
     let model = Arc::new(ModelDir::open(&args.model_dir)?);
+    // The configuration's [engine.tuning] (and LYRE_ENGINE_TUNING_* variables), as `serve` runs.
+    let tuning = ServerConfig::load(args.config.as_deref(), std::env::vars())?.engine.tuning;
     if let Some(codes_in) = &args.codes_in {
-        return decode_codes(&model, codes_in, args.out.as_deref(), format);
+        return decode_codes(&model, codes_in, args.out.as_deref(), format, &tuning);
     }
     let text = match &args.text_file {
         Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
@@ -119,7 +123,7 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
     sampling.validate()?;
     let text_tokens = model.tokenizer.assistant_text_ids(&text)?.len().saturating_sub(8);
     let max_frames = args.max_frames.unwrap_or(u32::MAX);
-    let gpu = Arc::new(GpuContext::new(&GpuOptions::from_env())?);
+    let gpu = Arc::new(GpuContext::new(&GpuOptions::from_tuning(&tuning))?);
     eprintln!("{} on {} ({:?})", model.describe(), gpu.info.name, gpu.info.backend);
     let reference = voice.reference().map_or(0, |r| r.codes.len() + r.text.len());
     let prompt_budget = 64 + args.instruct.as_ref().map_or(0, |s| s.len()) + reference;
@@ -136,6 +140,7 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
         profile: false,
         profile_dispatches: false,
         inject_grid_fault: false,
+        tuning,
     };
     let mut engine = Engine::new(gpu, model, opts)?;
     let mode = if args.streaming_text { TextMode::Streaming } else { TextMode::NonStreaming };
@@ -281,6 +286,7 @@ fn decode_codes(
     codes_in: &Path,
     out: Option<&Path>,
     format: AudioFormat,
+    tuning: &lyre_engine::EngineTuning,
 ) -> anyhow::Result<()> {
     let text =
         std::fs::read_to_string(codes_in).with_context(|| format!("reading {}", codes_in.display()))?;
@@ -301,9 +307,9 @@ fn decode_codes(
     if codes.is_empty() {
         bail!("{}: no frames", codes_in.display());
     }
-    let gpu = Arc::new(GpuContext::new(&GpuOptions::from_env())?);
+    let gpu = Arc::new(GpuContext::new(&GpuOptions::from_tuning(tuning))?);
     let mut decoder =
-        StandaloneDecoder::new(gpu, &model.speech_config, &model.speech_weights, 1, codes.len())?;
+        StandaloneDecoder::new(gpu, &model.speech_config, &model.speech_weights, 1, codes.len(), tuning)?;
     let pcm = decoder.decode_clip(&codes)?;
     if let Some(path) = out {
         let bytes = crate::audio::encode_clip(format, &pcm, SAMPLE_RATE)?;

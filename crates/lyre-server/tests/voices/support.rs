@@ -68,7 +68,7 @@ fn worker(model_dir: &Path, cfg: &ServerConfig) -> Worker {
     let e = cfg.engine.clone();
     let engine_model = model.clone();
     let make = move || {
-        let gpu = Arc::new(GpuContext::new(&GpuOptions::from_env())?);
+        let gpu = Arc::new(GpuContext::new(&GpuOptions::from_tuning(&e.tuning))?);
         let opts = EngineOptions {
             max_sessions: e.max_sessions,
             max_positions: e.max_positions,
@@ -79,6 +79,7 @@ fn worker(model_dir: &Path, cfg: &ServerConfig) -> Worker {
             profile: false,
             profile_dispatches: false,
             inject_grid_fault: false,
+            tuning: e.tuning.clone(),
         };
         Ok(Engine::new(gpu, engine_model, opts)?)
     };

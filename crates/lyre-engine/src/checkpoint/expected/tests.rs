@@ -9,9 +9,10 @@ use super::{main_model_tensors, speech_tokenizer_tensors};
 use crate::checkpoint::config::{read_json, ModelConfig, SpeechTokenizerConfig};
 use crate::checkpoint::weights::{ExpectedTensor, WeightFile};
 
-/// `$LYRE_SHARED`, else the `shared/` folder beside the workspace.
+/// `$LYRE_SHARED` as the tests were built with it (cargo rebuilds them when it changes; the
+/// engine reads no environment at run time), else the `shared/` folder beside the workspace.
 fn shared() -> PathBuf {
-    std::env::var_os("LYRE_SHARED")
+    option_env!("LYRE_SHARED")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
 }

@@ -7,10 +7,10 @@ use crate::codec::shape::DecoderShape;
 use crate::error::Result;
 use crate::gpu::{Dispatch, RowCount};
 use crate::kernels::attention::Attention;
-use crate::kernels::conv1d::{Conv1d, Residual};
-use crate::kernels::glu::Glu;
-use crate::kernels::qk_norm_rope::{QkNormRope, RowLayout};
-use crate::kernels::seq_norm::{NormKind, SeqNorm};
+use crate::kernels::attention::{QkNormRope, RowLayout};
+use crate::kernels::conv::{Conv1d, Residual};
+use crate::kernels::elementwise::Glu;
+use crate::kernels::norm::{NormKind, SeqNorm};
 
 pub(super) struct Buffers {
     /// The residual stream.

@@ -6,9 +6,9 @@ use super::{conv, Dense, FramePlan, StepInputs};
 use crate::codec::shape::{DecoderShape, CONVNEXT_EXPANSION, KERNEL, LAYER_NORM_EPS};
 use crate::error::Result;
 use crate::gpu::Dispatch;
-use crate::kernels::conv1d::{Activation, Conv1d, Residual};
-use crate::kernels::depthwise_conv::DepthwiseConv;
-use crate::kernels::seq_norm::{NormKind, SeqNorm};
+use crate::kernels::conv::DepthwiseConv;
+use crate::kernels::conv::{Activation, Conv1d, Residual};
+use crate::kernels::norm::{NormKind, SeqNorm};
 use crate::kernels::seq_view::SeqView;
 
 pub(super) struct Buffers {

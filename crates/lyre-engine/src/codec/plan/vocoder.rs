@@ -6,9 +6,9 @@ use super::{conv, Dense, FramePlan, StepInputs};
 use crate::codec::shape::DecoderShape;
 use crate::error::Result;
 use crate::gpu::Dispatch;
-use crate::kernels::conv1d::{Conv1d, Residual};
+use crate::kernels::conv::{Conv1d, Residual};
+use crate::kernels::elementwise::{Snake, SnakeWeights};
 use crate::kernels::seq_view::SeqView;
-use crate::kernels::snake::{Snake, SnakeWeights};
 
 pub(super) struct Buffers {
     /// The block's stream: ConvTranspose output plus each unit's residual.

@@ -1,15 +1,15 @@
-use lyre_engine::kernels::conv1d::{
+use lyre_engine::kernels::conv::DepthwiseConv;
+use lyre_engine::kernels::conv::{
     pack_conv, pack_conv_transpose, pack_linear, Activation, Conv1d, PackedConv, Residual,
 };
-use lyre_engine::kernels::depthwise_conv::DepthwiseConv;
 use lyre_engine::kernels::gemm_tile::GemmTile;
 use lyre_engine::kernels::seq_view::SeqView;
 
 use super::*;
 
-/// Which conv1d kernel a case runs: the site's own choice (today's kernel, or the GEMM one
-/// where `LYRE_CONV_GEMM_MIN_ROWS` asks for it), or the GEMM kernel with a given tile whatever
-/// the row count.
+/// Which conv1d kernel a case runs: the site's own choice (the direct kernel, or the GEMM one
+/// where the tuning's `conv_gemm_*` keys ask for it), or the GEMM kernel with a given tile
+/// whatever the row count.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Kernel {
     Site,

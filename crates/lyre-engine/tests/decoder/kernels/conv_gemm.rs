@@ -3,9 +3,10 @@
 //! `conv.rs`, on shapes that leave partial tiles and chunks. Tiles run over the rows of all
 //! sessions as one sequence, so tiles straddle sessions.
 
-use lyre_engine::kernels::conv1d::Activation;
-use lyre_engine::kernels::conv1d_gemm::policy;
+use lyre_engine::kernels::conv::Activation;
 use lyre_engine::kernels::gemm_tile::GemmTile;
+use lyre_engine::kernels::select::{Adapter, KernelChoice};
+use lyre_engine::EngineTuning;
 
 use super::conv::{dilated_conv_case, linear_case, transposed_conv_case, Kernel};
 use super::Gpu;
@@ -72,12 +73,12 @@ const MEASURED: [(&str, u32, u32, u32, bool); 14] = [
     ("final_conv", 1920, 1, 128, false),
 ];
 
+/// The default tuning's policy (the adapter plays no part in it).
 #[test]
 fn gemm_policy_takes_the_measured_crossovers() {
-    if std::env::var_os("LYRE_CONV_GEMM_MIN_ROWS").is_some() {
-        return;
-    }
-    let policy = policy();
+    let gpu =
+        Adapter { cpu: false, subgroup_size: Some(32), coop_f16: true, max_invocations_per_workgroup: 1024 };
+    let policy = KernelChoice::for_adapter(gpu, &EngineTuning::default()).conv_gemm_policy();
     for (layer, rows_in, cols, sessions, gemm) in MEASURED {
         let from = policy.min_sessions(rows_in, cols, GemmTile::ROWS_128);
         assert_eq!(

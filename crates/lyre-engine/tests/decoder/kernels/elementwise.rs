@@ -1,9 +1,6 @@
-use lyre_engine::kernels::clamp_pcm::ClampPcm;
-use lyre_engine::kernels::frame_rows::FrameRows;
-use lyre_engine::kernels::glu::Glu;
-use lyre_engine::kernels::rvq_dequant::RvqDequant;
+use lyre_engine::kernels::elementwise::{ClampPcm, Glu, Snake, SnakeWeights};
+use lyre_engine::kernels::gather::{FrameRows, RvqDequant};
 use lyre_engine::kernels::seq_view::SeqView;
-use lyre_engine::kernels::snake::{Snake, SnakeWeights};
 use rand::Rng;
 
 use super::*;

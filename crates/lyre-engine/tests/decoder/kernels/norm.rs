@@ -1,4 +1,4 @@
-use lyre_engine::kernels::seq_norm::{NormKind, SeqNorm};
+use lyre_engine::kernels::norm::{NormKind, SeqNorm};
 use lyre_engine::kernels::seq_view::SeqView;
 
 use super::*;

@@ -1,0 +1,245 @@
+//! Causal conv1d, transposed conv1d and linear layers with f32 weights over sequence views, with
+//! a fused epilogue (bias, GELU/SiLU, per-channel scale, residual).
+//!
+//! All three are one kernel: a transposed conv with stride `up` and kernel `taps * up` is a
+//! conv over the input rows whose `up` output phases are extra output columns. The weights are
+//! repacked on the CPU (see [`PackedConv`]) from the PyTorch layouts.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::error::{EngineError, Result};
+use crate::gpu::GpuContext;
+use crate::kernels::seq_view::{GpuView, SeqView};
+use crate::kernels::Env;
+
+/// The geometry of one packed layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConvShape {
+    pub cin: u32,
+    pub cout: u32,
+    /// Input rows each output reads: the kernel size of a conv, `kernel / stride` of a
+    /// transposed conv, 1 for a linear layer.
+    pub taps: u32,
+    /// Spacing of the taps in input rows.
+    pub dilation: u32,
+    /// Output rows per input row: the stride of a transposed conv, else 1.
+    pub up: u32,
+}
+
+impl ConvShape {
+    /// Input channels in groups of four (the input rows' stride must be `4 * cin4`).
+    pub fn cin4(&self) -> u32 {
+        self.cin.div_ceil(4)
+    }
+
+    /// Padded input row width.
+    pub fn in_stride(&self) -> u32 {
+        4 * self.cin4()
+    }
+
+    /// Virtual output columns: `up` phases × `cout`.
+    pub fn cols(&self) -> u32 {
+        self.up * self.cout
+    }
+
+    /// Input rows before the step's first that the layer reads.
+    pub fn history(&self) -> u32 {
+        (self.taps - 1) * self.dilation
+    }
+}
+
+/// A layer's weights in the kernel's layout, `w[(m * cin4 + c4) * cols + v]` = four input
+/// channels, zero-padded past `cin`; and its bias.
+pub struct PackedConv {
+    pub shape: ConvShape,
+    pub weight: wgpu::Buffer,
+    pub bias: Option<wgpu::Buffer>,
+}
+
+impl PackedConv {
+    /// Uploads packed weights (from [`pack_conv`], [`pack_conv_transpose`] or [`pack_linear`]).
+    pub fn upload(
+        ctx: &GpuContext,
+        label: &str,
+        shape: ConvShape,
+        packed: &[f32],
+        bias: Option<&[f32]>,
+    ) -> Result<Self> {
+        let expected = (shape.taps * shape.cin4() * shape.cols() * 4) as usize;
+        if packed.len() != expected || bias.is_some_and(|b| b.len() != shape.cout as usize) {
+            return Err(EngineError::Gpu(format!("`{label}`: packed weights do not match {shape:?}")));
+        }
+        Ok(PackedConv {
+            shape,
+            weight: ctx.storage_from(&format!("{label}.weight"), packed)?,
+            bias: bias.map(|b| ctx.storage_from(&format!("{label}.bias"), b)).transpose()?,
+        })
+    }
+}
+
+/// Packs a PyTorch Conv1d weight `[cout][cin][k]` (dilation `dil`). Tap `m` is kernel index
+/// `k - 1 - m`, which multiplies input row `t - m * dil`.
+pub fn pack_conv(w: &[f32], cout: usize, cin: usize, k: usize, dil: usize) -> (ConvShape, Vec<f32>) {
+    let shape = ConvShape { cin: cin as u32, cout: cout as u32, taps: k as u32, dilation: dil as u32, up: 1 };
+    let packed = pack(&shape, |m, c, v| w[(v * cin + c) * k + (k - 1 - m)]);
+    (shape, packed)
+}
+
+/// Packs a PyTorch ConvTranspose1d weight `[cin][cout][k]` with stride `stride` (`k` a multiple
+/// of it), right-trimmed as the causal decoder does: output row `t * stride + j` is
+/// `sum_m x[t - m] · w[.., j + m * stride]`.
+pub fn pack_conv_transpose(
+    w: &[f32],
+    cin: usize,
+    cout: usize,
+    k: usize,
+    stride: usize,
+) -> Result<(ConvShape, Vec<f32>)> {
+    if stride == 0 || k % stride != 0 {
+        return Err(EngineError::Gpu(format!(
+            "transposed conv kernel {k} is not a multiple of stride {stride}"
+        )));
+    }
+    let shape = ConvShape {
+        cin: cin as u32,
+        cout: cout as u32,
+        taps: (k / stride) as u32,
+        dilation: 1,
+        up: stride as u32,
+    };
+    let packed = pack(&shape, |m, c, v| {
+        let (phase, o) = (v / cout, v % cout);
+        w[(c * cout + o) * k + phase + m * stride]
+    });
+    Ok((shape, packed))
+}
+
+/// Packs a PyTorch Linear weight `[out][in]` (or a 1×1 Conv1d).
+pub fn pack_linear(w: &[f32], out: usize, inp: usize) -> (ConvShape, Vec<f32>) {
+    pack_conv(w, out, inp, 1, 1)
+}
+
+fn pack(shape: &ConvShape, weight: impl Fn(usize, usize, usize) -> f32) -> Vec<f32> {
+    let (cin, cin4, cols) = (shape.cin as usize, shape.cin4() as usize, shape.cols() as usize);
+    let mut out = vec![0f32; shape.taps as usize * cin4 * cols * 4];
+    for m in 0..shape.taps as usize {
+        for c in 0..cin {
+            for v in 0..cols {
+                out[((m * cin4 + c / 4) * cols + v) * 4 + c % 4] = weight(m, c, v);
+            }
+        }
+    }
+    out
+}
+
+/// The activation applied after the bias.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    None = 0,
+    /// Exact (erf) GELU.
+    Gelu = 1,
+    Silu = 2,
+}
+
+/// What is added to the (scaled) result.
+#[derive(Debug, Clone, Copy)]
+pub enum Residual<'a> {
+    None,
+    /// `y += result`.
+    Accumulate,
+    /// `y = res + result`, `res` indexed like `y`.
+    From(SeqView<'a>),
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub(super) struct Params {
+    x: GpuView,
+    y: GpuView,
+    r: GpuView,
+    cin4: u32,
+    cols: u32,
+    cout: u32,
+    taps: u32,
+    dil: u32,
+    up: u32,
+    rows_in: u32,
+    /// Set per variant by its row tiling ([`Conv1d::grid`]).
+    pub(super) y_rows: u32,
+    flags: u32,
+    pub(super) out_threads: u32,
+    _pad: [u32; 2],
+}
+
+/// One conv / transposed conv / linear site.
+pub struct Conv1d<'a> {
+    pub label: &'a str,
+    pub conv: &'a PackedConv,
+    /// Input rows: stride `conv.shape.in_stride()`, with `conv.shape.history()` rows of
+    /// history when that is not 0 (a ring).
+    pub x: SeqView<'a>,
+    /// Output rows (`rows_in * up` per session).
+    pub y: SeqView<'a>,
+    /// Input rows per session this step.
+    pub rows_in: u32,
+    pub sessions: &'a wgpu::Buffer,
+    pub activation: Activation,
+    /// Per-output-channel factor applied after the activation (LayerScale, ConvNeXt gamma).
+    pub scale: Option<&'a wgpu::Buffer>,
+    pub residual: Residual<'a>,
+}
+
+impl Conv1d<'_> {
+    /// Checks the views and fills the parameters (but `y_rows` and `out_threads`, which the
+    /// variants set) and the bound buffers from binding 3 on.
+    pub(super) fn prepare<'b>(&'b self, env: &'b Env) -> Result<(Params, [&'b wgpu::Buffer; 6])> {
+        let s = self.conv.shape;
+        if self.x.stride != s.in_stride() {
+            return Err(EngineError::Gpu(format!(
+                "`{}`: input stride {} is not the padded width {}",
+                self.label,
+                self.x.stride,
+                s.in_stride()
+            )));
+        }
+        self.x.check(self.label, self.rows_in, s.history())?;
+        self.y.check(self.label, self.rows_in * s.up, 0)?;
+        if let Residual::From(r) = self.residual {
+            r.check(self.label, self.rows_in * s.up, 0)?;
+        }
+        let flags = self.conv.bias.is_some() as u32
+            | (self.scale.is_some() as u32) << 1
+            | (matches!(self.residual, Residual::Accumulate) as u32) << 2
+            | (matches!(self.residual, Residual::From(_)) as u32) << 3
+            | (self.activation as u32) << 4;
+        let residual = match self.residual {
+            Residual::From(r) => Some(r),
+            _ => None,
+        };
+        let params = Params {
+            x: self.x.gpu(),
+            y: self.y.gpu(),
+            r: residual.map(|r| r.gpu()).unwrap_or_default(),
+            cin4: s.cin4(),
+            cols: s.cols(),
+            cout: s.cout,
+            taps: s.taps,
+            dil: s.dilation,
+            up: s.up,
+            rows_in: self.rows_in,
+            y_rows: 0,
+            flags,
+            out_threads: 0,
+            _pad: [0; 2],
+        };
+        let buffers = [
+            &self.conv.weight,
+            self.conv.bias.as_ref().unwrap_or(env.dummy),
+            self.scale.unwrap_or(env.dummy),
+            self.x.buffer,
+            residual.map(|r| r.buffer).unwrap_or(env.dummy),
+            self.y.buffer,
+        ];
+        Ok((params, buffers))
+    }
+}

@@ -1,0 +1,218 @@
+//! Every kernel the engine compiles, for every prelude it is compiled with
+//! ([`catalog::all`]), parsed and validated by naga and translated the way wgpu translates it on
+//! each backend: SPIR-V (Vulkan), MSL (Metal) and HLSL (DX12), each validated with that backend's
+//! capabilities. A kernel that could not run on a Mac or on Windows fails here rather than on a
+//! user's machine. The kernels that need cooperative matrices are listed apart
+//! ([`catalog::vulkan_only`]); they compile for Vulkan with every tile that has a cooperative
+//! form, and the register-tile kernel that runs in their place elsewhere is in the catalog.
+//! No GPU is needed.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use lyre_engine::gpu::KernelSource;
+use lyre_engine::kernels::catalog::{self, CompiledKernel};
+use lyre_engine::kernels::gemm_tile::GemmTile;
+use naga::back::pipeline_constants::process_overrides;
+use naga::back::PipelineConstants;
+use naga::valid::{Capabilities, ModuleInfo, ValidationFlags, Validator};
+
+/// A backend's capabilities and its translation of a validated module (overrides resolved).
+struct Backend {
+    name: &'static str,
+    capabilities: Capabilities,
+    translate: fn(&naga::Module, &ModuleInfo) -> Result<usize, String>,
+}
+
+fn spirv(module: &naga::Module, info: &ModuleInfo) -> Result<usize, String> {
+    let options = naga::back::spv::Options { lang_version: (1, 3), ..Default::default() };
+    let pipeline = naga::back::spv::PipelineOptions {
+        shader_stage: naga::ShaderStage::Compute,
+        entry_point: "main".to_string(),
+    };
+    naga::back::spv::write_vec(module, info, &options, Some(&pipeline))
+        .map(|w| w.len())
+        .map_err(|e| format!("{e:?}"))
+}
+
+fn msl(module: &naga::Module, info: &ModuleInfo) -> Result<usize, String> {
+    // wgpu's Metal backend writes MSL 2.4 or later on the Macs that have subgroups of one size.
+    let options = naga::back::msl::Options { lang_version: (2, 4), ..Default::default() };
+    let pipeline = naga::back::msl::PipelineOptions {
+        entry_point: Some((naga::ShaderStage::Compute, "main".to_string())),
+        ..Default::default()
+    };
+    naga::back::msl::write_string(module, info, &options, &pipeline)
+        .map(|(s, _)| s.len())
+        .map_err(|e| format!("{e:?}"))
+}
+
+fn hlsl(module: &naga::Module, info: &ModuleInfo) -> Result<usize, String> {
+    // Shader model 6.2: wave intrinsics (subgroups) and native 16-bit types (the f16 KV cache).
+    let options =
+        naga::back::hlsl::Options { shader_model: naga::back::hlsl::ShaderModel::V6_2, ..Default::default() };
+    let pipeline = naga::back::hlsl::PipelineOptions {
+        entry_point: Some((naga::ShaderStage::Compute, "main".to_string())),
+    };
+    let mut out = String::new();
+    naga::back::hlsl::Writer::new(&mut out, &options, &pipeline)
+        .write(module, info, None)
+        .map_err(|e| format!("{e:?}"))?;
+    Ok(out.len())
+}
+
+fn backends() -> [Backend; 3] {
+    [
+        Backend { name: "SPIR-V", capabilities: Capabilities::all(), translate: spirv },
+        Backend { name: "MSL", capabilities: naga::back::msl::supported_capabilities(), translate: msl },
+        Backend { name: "HLSL", capabilities: naga::back::hlsl::supported_capabilities(), translate: hlsl },
+    ]
+}
+
+/// Parses `prelude` + the kernel, validates it with `capabilities`, resolves the overrides
+/// (`constants`; the rest keep their defaults) and translates it.
+fn compile(kernel: &CompiledKernel, backend: &Backend, constants: &[(&str, f64)]) -> Result<usize, String> {
+    let source = format!("{}{}", kernel.prelude, kernel.kernel.wgsl);
+    let module = naga::front::wgsl::parse_str(&source).map_err(|e| e.emit_to_string(&source))?;
+    let mut validator = Validator::new(ValidationFlags::all(), backend.capabilities);
+    let info = validator.validate(&module).map_err(|e| format!("validation: {e:?}"))?;
+    let constants: PipelineConstants = constants.iter().map(|&(k, v)| (k.to_string(), v)).collect();
+    let (module, info) = process_overrides(&module, &info, None, &constants).map_err(|e| format!("{e:?}"))?;
+    (backend.translate)(&module, &info)
+}
+
+fn is_vulkan_only(kernel: KernelSource) -> bool {
+    catalog::vulkan_only().iter().any(|v| v.kernel.name == kernel.name)
+}
+
+/// Override sets worth translating besides the defaults: each register tile for the GEMMs,
+/// each subgroup size a GPU may have for the subgroup kernels.
+fn variants(kernel: KernelSource) -> Vec<Vec<(&'static str, f64)>> {
+    let mut out = vec![Vec::new()];
+    if kernel.wgsl.contains("override TM") {
+        out.extend(GemmTile::ALL.iter().map(|t| t.constants().to_vec()));
+    }
+    if kernel.wgsl.contains("override SG") {
+        out.extend([16.0, 64.0].map(|sg| vec![("SG", sg)]));
+    }
+    out
+}
+
+#[test]
+fn every_kernel_translates_for_every_backend_with_each_prelude() {
+    let kernels = catalog::all();
+    let mut failures = Vec::new();
+    let mut translated = 0;
+    for kernel in kernels.iter().filter(|k| !is_vulkan_only(k.kernel)) {
+        for backend in backends() {
+            for constants in variants(kernel.kernel) {
+                match compile(kernel, &backend, &constants) {
+                    Ok(len) if len > 100 => translated += 1,
+                    Ok(len) => failures.push(format!(
+                        "{} {:?} {}: {len} bytes",
+                        kernel.kernel.name, kernel.prelude, backend.name
+                    )),
+                    Err(e) => failures.push(format!(
+                        "{} {:?} {} {constants:?}: {e}",
+                        kernel.kernel.name, kernel.prelude, backend.name
+                    )),
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n"));
+    println!("{translated} translations of {} kernels", kernels.len());
+    // Cache kernels come with both KV-cache preludes.
+    let f16 = kernels.iter().filter(|k| k.prelude.contains("f16")).count();
+    assert!(f16 >= 6, "{f16} kernels compiled for the f16 cache");
+}
+
+/// Parses, validates and translates to SPIR-V (what wgpu does on Vulkan) the cooperative-matrix
+/// kernels with every tile that has a cooperative form: the CI adapter has no cooperative
+/// matrices to run them, so this is where a shader error shows before a GPU that has them is at
+/// hand. DX12 has no cooperative matrices, so HLSL validation rejects them; the register-tile
+/// kernel that runs there instead is in the catalog (and translated above).
+#[test]
+fn cooperative_kernels_compile_for_vulkan_and_have_a_fallback_everywhere() {
+    let mut coop: Vec<GemmTile> = GemmTile::ALL.iter().filter_map(|t| t.on_coop()).collect();
+    assert_eq!(coop.len(), 3, "the tiles of 16, 32 and 64 rows");
+    coop.push(GemmTile::COOP_WIDE);
+    let [vulkan, _, dx12] = backends();
+    let only = catalog::vulkan_only();
+    assert_eq!(only.len(), 2, "the matmul and conv GEMMs");
+    let all: Vec<&str> = catalog::all().iter().map(|k| k.kernel.name).collect();
+    for v in &only {
+        let kernel = CompiledKernel { kernel: v.kernel, prelude: "" };
+        assert!(
+            all.contains(&v.kernel.name) && all.contains(&v.fallback.name),
+            "{} and its fallback are compiled",
+            v.kernel.name
+        );
+        for tile in &coop {
+            assert!(tile.is_known() && tile.coop);
+            let extra: &[&[(&str, f64)]] = if v.kernel.wgsl.contains("override SPLIT") {
+                &[
+                    &[("SPLIT", 1.0), ("INPUT", 0.0)],
+                    &[("SPLIT", 4.0), ("INPUT", 1.0)],
+                    &[("SPLIT", 1.0), ("INPUT", 2.0)],
+                ]
+            } else {
+                &[&[]]
+            };
+            for extra in extra {
+                let mut constants = tile.constants().to_vec();
+                constants.extend_from_slice(extra);
+                let spv = compile(&kernel, &vulkan, &constants);
+                assert!(
+                    spv.as_ref().is_ok_and(|&n| n > 100),
+                    "{} {tile:?} {extra:?}: {:?}",
+                    v.kernel.name,
+                    spv.err()
+                );
+            }
+        }
+        let hlsl = compile(&kernel, &dx12, &[]);
+        assert!(
+            hlsl.as_ref().is_err_and(|e| e.contains("validation")),
+            "{} validates for DX12: {hlsl:?}",
+            v.kernel.name
+        );
+    }
+    assert!(GemmTile::ROWS_128.on_coop().is_none() && GemmTile::ROWS_128_WIDE.on_coop().is_none());
+    assert_eq!(GemmTile::ROWS_128.coop_for(true).cols(), 128);
+    assert_eq!(GemmTile::ROWS_32.coop_for(true), GemmTile::ROWS_32.on_coop().unwrap());
+}
+
+/// Every `.wgsl` file under `src/kernels` is part of some catalogued kernel (so the catalog
+/// misses none, and no file is left unused), and every kernel name is unique.
+#[test]
+fn the_catalog_holds_every_wgsl_file_and_unique_names() {
+    let sources: Vec<KernelSource> = catalog::all().iter().map(|k| k.kernel).collect();
+    let mut names: HashMap<&str, &str> = HashMap::new();
+    for s in &sources {
+        if let Some(other) = names.insert(s.name, s.wgsl) {
+            assert_eq!(other, s.wgsl, "two kernels named {}", s.name);
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/kernels");
+    let mut files = 0;
+    for family in std::fs::read_dir(&root).unwrap() {
+        let dir = family.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let path = file.unwrap().path();
+            if path.extension().is_some_and(|e| e == "wgsl") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                assert!(
+                    sources.iter().any(|s| s.wgsl.contains(&text)),
+                    "{} is in no catalogued kernel",
+                    path.display()
+                );
+                files += 1;
+            }
+        }
+    }
+    assert!(files >= 40, "{files} WGSL files found");
+}
