@@ -1,6 +1,5 @@
 //! The engine: many sessions, one batched GPU pass per frame.
 
-mod cp_plan;
 mod probe;
 mod profile;
 mod reference;
@@ -28,14 +27,14 @@ use crate::gpu::GpuContext;
 pub use crate::kernels::attention::KvFormat;
 use crate::kernels::select::KernelChoice;
 use crate::model::code_predictor::CodePredictorWeights;
-use crate::model::talker::TalkerWeights;
+use crate::model::talker::{CodecIds, TalkerWeights};
 use crate::prompt::{TextMode, VoiceSpec};
 use crate::sampling::SamplingParams;
 use crate::tuning::EngineTuning;
 use reference::ReferencePlan;
 use seams::Seams;
 use session::Session;
-use tick_plan::{CodecIds, TickPlan};
+use tick_plan::TickPlan;
 
 /// Engine-wide sizes and switches.
 #[derive(Debug, Clone)]
@@ -212,7 +211,8 @@ impl Engine {
             TickPlan::new(&gpu, kernels, &talker, &cp, &decoder, ids, limits, opts.inject_grid_fault)?;
         let (seams, redirect) = {
             let env = plan.env(&gpu);
-            Seams::new(&gpu, &env, &decoder, opts.max_sessions, ids.eos, &plan.decoder_sessions, &plan.codes)?
+            let b = &plan.bufs;
+            Seams::new(&gpu, &env, &decoder, opts.max_sessions, ids.eos, &b.decoder_sessions, &b.codes)?
         };
         plan.dispatches.insert(plan.stages.code_predictor, redirect);
         let reference = ReferencePlan::new(&gpu, &plan.kernels, &talker, &cp, &decoder, limits.max_rows)?;
@@ -272,7 +272,7 @@ impl Engine {
 
     /// Bytes of GPU memory held by the talker's KV cache.
     pub fn kv_cache_bytes(&self) -> u64 {
-        self.plan.talker_kv.bytes()
+        self.plan.talker.kv.bytes()
     }
 
     /// Bytes of GPU memory held by the codec decoder's per-session streaming state.

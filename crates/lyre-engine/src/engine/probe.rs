@@ -46,7 +46,7 @@ impl TalkerProbe {
             format: WeightFormat::Bf16,
             dim: h,
             eps: talker.shape.eps,
-            x: Rows::dense(&plan.talker.x, h),
+            x: Rows::dense(&plan.talker.stack.x, h),
             y: Rows::dense(&hidden, h),
             rows: RowCount::Talker,
         }
@@ -78,7 +78,7 @@ impl Engine {
     }
 
     fn run_stages(&self, counts: RowCounts, range: std::ops::Range<usize>) -> Result<()> {
-        run_now(&self.gpu, &self.plan.counts, &counts, &self.plan.dispatches[range])
+        run_now(&self.gpu, &self.plan.bufs.counts, &counts, &self.plan.dispatches[range])
     }
 
     /// The talker input rows (text + codec channel) of `rows` at slot 0, positions 0..
@@ -90,7 +90,7 @@ impl Engine {
         let counts = RowCounts { talker_rows: descs.len() as u32, sessions: 0 };
         self.run_stages(counts, 0..self.plan.stages.input)?;
         let h = self.model.config.talker_config.hidden_size;
-        let x: Vec<f32> = read_buffer(&self.gpu, &self.plan.talker.x)?;
+        let x: Vec<f32> = read_buffer(&self.gpu, &self.plan.talker.stack.x)?;
         Ok(x[..descs.len() * h].to_vec())
     }
 
@@ -107,7 +107,7 @@ impl Engine {
         self.run_stages(counts, 0..self.plan.stages.talker)?;
         self.ensure_talker_probe()?;
         let probe = self.talker_probe.as_ref().expect("built above");
-        run_now(&self.gpu, &self.plan.counts, &counts, &probe.dispatches)?;
+        run_now(&self.gpu, &self.plan.bufs.counts, &counts, &probe.dispatches)?;
         let v = self.model.config.talker_config.vocab_size;
         let hidden: Vec<f32> = read_buffer(&self.gpu, &probe.hidden)?;
         let logits: Vec<f32> = read_buffer(&self.gpu, &probe.logits)?;
@@ -122,27 +122,27 @@ impl Engine {
         let plan = &self.plan;
         let q = &self.gpu.queue;
         let params = SamplingParams::from_generation_config(&self.model.generation, 0).greedy();
-        q.write_buffer(&plan.sessions, 0, bytemuck::bytes_of(&SessionDesc::new(0, 0, 0, &params)));
-        q.write_buffer(&plan.normed, 0, bytemuck::cast_slice(past_hidden));
-        q.write_buffer(&plan.codes, 0, bytemuck::cast_slice(&[c0]));
+        q.write_buffer(&plan.bufs.sessions, 0, bytemuck::bytes_of(&SessionDesc::new(0, 0, 0, &params)));
+        q.write_buffer(&plan.talker.normed, 0, bytemuck::cast_slice(past_hidden));
+        q.write_buffer(&plan.bufs.codes, 0, bytemuck::cast_slice(&[c0]));
         let counts = RowCounts { talker_rows: 0, sessions: 1 };
         self.run_stages(counts, plan.stages.first_code..plan.stages.code_predictor)?;
-        let codes: Vec<u32> = read_buffer(&self.gpu, &plan.codes)?;
+        let codes: Vec<u32> = read_buffer(&self.gpu, &plan.bufs.codes)?;
         let cv = self.model.config.talker_config.code_predictor_config.vocab_size;
         let ms = plan.limits.max_sessions;
-        let all: Vec<f32> = read_buffer(&self.gpu, &plan.cp_logits)?;
+        let all: Vec<f32> = read_buffer(&self.gpu, &plan.code_predictor.logits)?;
         let groups = all.len() / (ms * cv);
         let logits = (0..groups).map(|g| all[g * ms * cv..g * ms * cv + cv].to_vec()).collect();
         let h = self.model.config.talker_config.hidden_size;
-        let acc: Vec<f32> = read_buffer(&self.gpu, &plan.acc)?;
+        let acc: Vec<f32> = read_buffer(&self.gpu, &plan.bufs.acc)?;
         Ok(CodePredictorProbe { codes: codes[1..16].to_vec(), logits, frame_embedding: acc[..h].to_vec() })
     }
 
     fn upload_rows(&self, descs: &[[u32; 4]], extra: &[f32]) {
         let q = &self.gpu.queue;
-        q.write_buffer(&self.plan.row_desc, 0, bytemuck::cast_slice(descs));
+        q.write_buffer(&self.plan.bufs.row_desc, 0, bytemuck::cast_slice(descs));
         if !extra.is_empty() {
-            q.write_buffer(&self.plan.extra, 0, bytemuck::cast_slice(extra));
+            q.write_buffer(&self.plan.bufs.extra, 0, bytemuck::cast_slice(extra));
         }
     }
 

@@ -255,21 +255,21 @@ fn submit(engine: &mut Engine, t: &TickInput, rb: usize) -> Result<wgpu::Submiss
     let (gpu, plan) = (&engine.gpu.clone(), &engine.plan);
     let counts = RowCounts { talker_rows: t.rows.len() as u32, sessions: t.sessions.len() as u32 };
     let q = &gpu.queue;
-    q.write_buffer(&plan.counts, 0, bytemuck::cast_slice(&counts.as_array()));
-    q.write_buffer(&plan.row_desc, 0, bytemuck::cast_slice(&t.rows));
-    q.write_buffer(&plan.sessions, 0, bytemuck::cast_slice(&t.sessions));
-    q.write_buffer(&plan.decoder_sessions, 0, bytemuck::cast_slice(&t.decoder_sessions));
+    q.write_buffer(&plan.bufs.counts, 0, bytemuck::cast_slice(&counts.as_array()));
+    q.write_buffer(&plan.bufs.row_desc, 0, bytemuck::cast_slice(&t.rows));
+    q.write_buffer(&plan.bufs.sessions, 0, bytemuck::cast_slice(&t.sessions));
+    q.write_buffer(&plan.bufs.decoder_sessions, 0, bytemuck::cast_slice(&t.decoder_sessions));
     if !t.extra.is_empty() {
-        q.write_buffer(&plan.extra, 0, bytemuck::cast_slice(&t.extra));
+        q.write_buffer(&plan.bufs.extra, 0, bytemuck::cast_slice(&t.extra));
     }
-    let words = plan.history_words;
+    let words = plan.bufs.history_words;
     for (desc, m) in t.sessions.iter().zip(&t.members) {
         if m.prefill {
             // A new prompt: the sampler's history starts over, and the decoder takes this
             // slot's frames again; a new session's decoder state starts over too.
             let zeros = vec![0u32; words];
             q.write_buffer(
-                &plan.history,
+                &plan.bufs.history,
                 (desc.slot as usize * words * 4) as u64,
                 bytemuck::cast_slice(&zeros),
             );
@@ -302,8 +302,8 @@ fn submit(engine: &mut Engine, t: &TickInput, rb: usize) -> Result<wgpu::Submiss
     let m = t.sessions.len();
     let code_bytes = (m * 16 * 4) as u64;
     let pcm_bytes = (m * engine.decoder.samples_per_frame() * 4) as u64;
-    plan.readbacks[rb].copy_from_at(&mut encoder, &plan.codes, 0, code_bytes);
-    plan.readbacks[rb].copy_from_at(&mut encoder, &plan.grid_sync, plan.grid_sync_offset, 16);
+    plan.readbacks[rb].copy_from_at(&mut encoder, &plan.bufs.codes, 0, code_bytes);
+    plan.readbacks[rb].copy_from_at(&mut encoder, &plan.bufs.grid_sync, plan.grid_sync_offset, 16);
     plan.readbacks[rb].copy_from_at(&mut encoder, engine.decoder.pcm(), plan.pcm_offset, pcm_bytes);
     Ok(q.submit(Some(encoder.finish())))
 }
@@ -337,9 +337,9 @@ fn read_logits(engine: &Engine, m: usize) -> Result<Vec<FrameLogits>> {
     let cv = engine.model.config.talker_config.code_predictor_config.vocab_size;
     let ms = plan.limits.max_sessions;
     let h = engine.model.config.talker_config.hidden_size;
-    let talker: Vec<f32> = read_buffer(&engine.gpu, &plan.logits)?;
-    let normed: Vec<f32> = read_buffer(&engine.gpu, &plan.normed)?;
-    let cp: Vec<f32> = read_buffer(&engine.gpu, &plan.cp_logits)?;
+    let talker: Vec<f32> = read_buffer(&engine.gpu, &plan.talker.logits)?;
+    let normed: Vec<f32> = read_buffer(&engine.gpu, &plan.talker.normed)?;
+    let cp: Vec<f32> = read_buffer(&engine.gpu, &plan.code_predictor.logits)?;
     let groups = cp.len() / (ms * cv);
     Ok((0..m)
         .map(|i| FrameLogits {

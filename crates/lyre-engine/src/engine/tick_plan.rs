@@ -1,25 +1,21 @@
 //! Every GPU buffer a tick touches and the dispatch list that advances all participating
-//! sessions by one frame: text projection, input assembly, talker, first-codebook sampling,
-//! fifteen code-predictor steps (each sampling one more codebook), then the codec decoder.
-//! Built once; a tick uploads its row and session descriptors, replays the list in one compute
-//! pass and reads back the `[sessions][16]` codes and `[sessions][1920]` samples together.
+//! sessions by one frame: the talker (text projection, input assembly, the stack, first-codebook
+//! sampling), fifteen code-predictor steps (each sampling one more codebook), then the codec
+//! decoder. Built once; a tick uploads its row and session descriptors, replays the list in one
+//! compute pass and reads back the `[sessions][16]` codes and `[sessions][1920]` samples together.
 
-use super::cp_plan::{code_predictor_steps, cp_row_descs, CpBuffers};
 use crate::codec::CodecDecoder;
 use crate::error::Result;
-use crate::gpu::{Dispatch, GpuContext, Readback, RowCount};
+use crate::gpu::{Dispatch, GpuContext, Readback};
 use crate::kernels::attention::KvFormat;
-use crate::kernels::gather::{CombineInput, CopyRows, EmbedText, Source};
 use crate::kernels::layer::{persistent_groups, sync_bytes, workgroup_bytes, GridSync};
-use crate::kernels::matmul::{Activation, Input, Matmul, Output};
-use crate::kernels::norm::{RmsNorm, WeightFormat};
-use crate::kernels::sample::{Sample, TalkerProcessors};
 use crate::kernels::select::KernelChoice;
-use crate::kernels::{Env, Rows};
-use crate::model::code_predictor::CodePredictorWeights;
-use crate::model::rope::RopeTables;
-use crate::model::talker::TalkerWeights;
-use crate::model::transformer::{KvBuffers, StackBuffers, StackRun};
+use crate::kernels::Env;
+use crate::model::code_predictor::{CodePredictorBuffers, CodePredictorWeights};
+use crate::model::talker::{CodecIds, TalkerBuffers, TalkerWeights};
+use crate::model::transformer::StackShape;
+use crate::model::TickIo;
+use crate::sampling::SessionDesc;
 
 /// Sizes (and the talker's KV-cache format) the plan is built for.
 #[derive(Debug, Clone, Copy)]
@@ -35,17 +31,10 @@ pub struct PlanLimits {
     pub kv_cache: KvFormat,
 }
 
-/// Special ids the talker's sampler needs.
-#[derive(Debug, Clone, Copy)]
-pub struct CodecIds {
-    pub eos: u32,
-    pub min_new_tokens: u32,
-}
-
-pub struct TickPlan {
-    pub limits: PlanLimits,
-    /// Which kernel of each family the plan's dispatches run.
-    pub kernels: KernelChoice,
+/// The tick's own buffers: its descriptors, the per-session state both models share, and what
+/// every launcher binds besides its own buffers ([`Env`]).
+pub struct TickBuffers {
+    /// The tick's row counts (`RowCounts::as_array`).
     pub counts: wgpu::Buffer,
     pub row_desc: wgpu::Buffer,
     pub sessions: wgpu::Buffer,
@@ -57,13 +46,67 @@ pub struct TickPlan {
     pub history: wgpu::Buffer,
     pub history_words: usize,
     pub acc: wgpu::Buffer,
-    pub talker: StackBuffers,
-    /// Final-normed hidden state of each session's last row, `[session][H]`.
-    pub normed: wgpu::Buffer,
-    pub logits: wgpu::Buffer,
-    /// Code-predictor logits of every step, `[step][session][vocab]`.
-    pub cp_logits: wgpu::Buffer,
-    pub talker_kv: KvBuffers,
+    /// The persistent layers' barrier counters.
+    pub grid_sync: wgpu::Buffer,
+    pub dummy: wgpu::Buffer,
+    pub scratch: wgpu::Buffer,
+    /// Split-K partial sums of the GEMM matmuls ([`Env::partials`]).
+    pub partials: wgpu::Buffer,
+}
+
+/// Size in bytes of one row descriptor (`slot, pos, text, codec`).
+pub const ROW_DESC_BYTES: usize = 16;
+
+impl TickBuffers {
+    fn new(
+        ctx: &GpuContext,
+        limits: &PlanLimits,
+        talker: &TalkerWeights,
+        grid_bytes: u64,
+        partials: u64,
+    ) -> Result<Self> {
+        let (rows, ms, h) = (limits.max_rows, limits.max_sessions, talker.shape.hidden);
+        let z = |label: &str, bytes: usize| ctx.storage_zeroed(label, bytes as u64);
+        let history_words = talker.codec_vocab.div_ceil(32);
+        Ok(TickBuffers {
+            counts: z("counts", 16)?,
+            row_desc: z("row_desc", rows * ROW_DESC_BYTES)?,
+            sessions: z("sessions", ms * std::mem::size_of::<SessionDesc>())?,
+            decoder_sessions: z("decoder_sessions", ms * std::mem::size_of::<SessionDesc>())?,
+            extra: z("extra", rows * h * 4)?,
+            codes: z("codes", ms * 16 * 4)?,
+            history: z("history", ms * history_words * 4)?,
+            history_words,
+            acc: z("frame_acc", ms * h * 4)?,
+            grid_sync: ctx.storage_zeroed("grid_sync", grid_bytes)?,
+            dummy: z("dummy", 16)?,
+            scratch: z("scratch", 16)?,
+            partials: ctx.storage_zeroed("gemm.partials", partials)?,
+        })
+    }
+
+    /// The models' view of these buffers.
+    fn io<'a>(&'a self, grid: Option<GridSync<'a>>) -> TickIo<'a> {
+        TickIo {
+            row_desc: &self.row_desc,
+            sessions: &self.sessions,
+            extra: &self.extra,
+            acc: &self.acc,
+            codes: &self.codes,
+            history: &self.history,
+            history_words: self.history_words as u32,
+            grid,
+        }
+    }
+}
+
+pub struct TickPlan {
+    pub limits: PlanLimits,
+    /// Which kernel of each family the plan's dispatches run.
+    pub kernels: KernelChoice,
+    pub bufs: TickBuffers,
+    pub talker: TalkerBuffers,
+    pub code_predictor: CodePredictorBuffers,
     pub dispatches: Vec<Dispatch>,
     pub stages: Stages,
     /// One staging buffer for the tick's results: codes at 0, PCM at `pcm_offset`.
@@ -72,17 +115,6 @@ pub struct TickPlan {
     /// Where the grid barriers' counters (arrivals, waits that gave up) sit in a readback.
     pub grid_sync_offset: u64,
     pub pcm_offset: u64,
-    /// The persistent layers' barrier counters.
-    pub grid_sync: wgpu::Buffer,
-    // Kept alive for the bind groups.
-    _keep: Vec<wgpu::Buffer>,
-    _cp: StackBuffers,
-    _cp_kv: KvBuffers,
-    _ropes: (RopeTables, RopeTables),
-    pub dummy: wgpu::Buffer,
-    pub scratch: wgpu::Buffer,
-    /// Split-K partial sums of the GEMM matmuls ([`Env::partials`]).
-    pub partials: wgpu::Buffer,
 }
 
 /// Where each stage of the tick ends in [`TickPlan::dispatches`].
@@ -98,11 +130,6 @@ pub struct Stages {
     pub code_predictor: usize,
 }
 
-/// Size in bytes of one row descriptor (`slot, pos, text, codec`).
-pub const ROW_DESC_BYTES: usize = 16;
-/// Positions the code predictor uses per frame (2-token prefill + 14 steps).
-const CP_POSITIONS: usize = 16;
-
 impl TickPlan {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -115,248 +142,53 @@ impl TickPlan {
         limits: PlanLimits,
         grid_fault: bool,
     ) -> Result<Self> {
-        let (rows, ms) = (limits.max_rows, limits.max_sessions);
-        let ts = &talker.shape;
-        let h = ts.hidden;
-        let z = |label: &str, bytes: usize| ctx.storage_zeroed(label, bytes as u64);
-        let counts = z("counts", 16)?;
-        let dummy = z("dummy", 16)?;
-        let scratch = z("scratch", 16)?;
-        let partials = ctx.storage_zeroed("gemm.partials", kernels.partials_bytes())?;
-        let row_desc = z("row_desc", rows * ROW_DESC_BYTES)?;
-        let sessions = z("sessions", ms * std::mem::size_of::<crate::sampling::SessionDesc>())?;
-        let decoder_sessions =
-            z("decoder_sessions", ms * std::mem::size_of::<crate::sampling::SessionDesc>())?;
-        let extra = z("extra", rows * h * 4)?;
-        let text_emb = z("text_emb", rows * talker.text_hidden * 4)?;
-        let text_h = z("text_h", rows * talker.text_hidden * 4)?;
-        let tp = z("text_proj", rows * h * 4)?;
-        let last = z("last_hidden", ms * h * 4)?;
-        let normed = z("normed", ms * h * 4)?;
-        let logits = z("logits", ms * talker.codec_vocab * 4)?;
-        let codes = z("codes", ms * 16 * 4)?;
-        let history_words = talker.codec_vocab.div_ceil(32);
-        let history = z("history", ms * history_words * 4)?;
-        let acc = z("frame_acc", ms * h * 4)?;
-        let cps = &cp.shape;
-        let cp_in = match cp.projection {
-            Some(_) => Some(z("cp_in", 2 * ms * cp.talker_hidden * 4)?),
-            None => None,
-        };
-        let cp_bufs = StackBuffers::new(ctx, "cp", cps, 2 * ms)?;
-        let groups = cp.heads.len();
-        let cp_logits = z("cp_logits", groups * ms * cp.vocab * 4)?;
-        let talker_bufs = StackBuffers::new(ctx, "talker", ts, rows)?;
-        let talker_kv = KvBuffers::new(ctx, "talker.kv", ts, ms, limits.max_positions, limits.kv_cache)?;
-        let cp_kv = KvBuffers::new(ctx, "cp.kv", cps, ms, CP_POSITIONS, KvFormat::F32)?;
-        let t_rope = RopeTables::new(
-            ctx,
-            "talker.rope",
-            limits.max_positions,
-            ts.heads.head_dim as usize,
-            ts.rope_theta,
-        )?;
-        let c_rope =
-            RopeTables::new(ctx, "cp.rope", CP_POSITIONS, cps.heads.head_dim as usize, cps.rope_theta)?;
-        let cp_rows = cp_row_descs(ctx, ms, groups)?;
-        let grid_counter = ctx.storage_zeroed("grid_sync", sync_bytes(&[ts.heads, cps.heads]))?;
-        let layer_bytes = |s: &crate::model::transformer::StackShape| {
-            workgroup_bytes(s.heads, s.hidden as u32, s.inter as u32)
-        };
+        let (ts, cps) = (&talker.shape, &cp.shape);
+        let grid_bytes = sync_bytes(&[ts.heads, cps.heads]);
+        let b = TickBuffers::new(ctx, &limits, talker, grid_bytes, kernels.partials_bytes())?;
+        let sizes = (limits.max_rows, limits.max_sessions);
+        let talker_bufs = TalkerBuffers::new(ctx, talker, sizes, limits.max_positions, limits.kv_cache)?;
+        let cp_bufs = CodePredictorBuffers::new(ctx, cp, limits.max_sessions)?;
         let groups = persistent_groups(ctx, &kernels, layer_bytes(ts).max(layer_bytes(cps)));
         // Fault injection: two workgroups waited for, one launched.
         let (groups, held_back) = if grid_fault { (2, 1) } else { (groups, 0) };
-        let grid =
-            Some(GridSync { groups, counter: &grid_counter, held_back, split: kernels.attention_split() });
-
+        let split = kernels.attention_split();
+        let grid = GridSync { groups, counter: &b.grid_sync, held_back, split };
+        let io = b.io(Some(grid));
         let env = Env {
             ctx,
             kernels: &kernels,
-            counts: &counts,
-            dummy: &dummy,
-            scratch: &scratch,
-            partials: &partials,
+            counts: &b.counts,
+            dummy: &b.dummy,
+            scratch: &b.scratch,
+            partials: &b.partials,
         };
-        let mut d: Vec<Dispatch> = Vec::new();
-        let th = talker.text_hidden as u32;
-        let (hu, tr) = (h as u32, RowCount::Talker);
-        // 1. Text channel: embedding gather, then the SiLU MLP.
-        d.push(
-            EmbedText {
-                label: "text.embed",
-                chunks: &talker.text_embedding.chunks,
-                rows_per_chunk: talker.text_embedding.rows_per_chunk,
-                vocab: talker.text_vocab as u32,
-                dim: th,
-                row_desc: &row_desc,
-                out: &text_emb,
-                rows: tr,
-            }
-            .build(&env)?,
-        );
-        d.push(
-            linear("text.fc1", &talker.text_fc1, th, th, &text_emb, &text_h, tr, Activation::Silu)
-                .build(&env)?,
-        );
-        d.push(linear("text.fc2", &talker.text_fc2, th, hu, &text_h, &tp, tr, Activation::None).build(&env)?);
-        // 2. Input rows = text part + codec part.
-        d.push(
-            CombineInput {
-                label: "talker.input",
-                dim: hu,
-                codec_vocab: talker.codec_vocab as u32,
-                row_desc: &row_desc,
-                text: &tp,
-                codec_embedding: &talker.codec_embedding,
-                acc: &acc,
-                extra: &extra,
-                out: &talker_bufs.x,
-                rows: tr,
-            }
-            .build(&env),
-        );
-        let input_end = d.len();
-        // 3. The talker stack over every row.
-        d.extend(
-            StackRun {
-                label: "talker",
-                shape: ts,
-                layers: &talker.layers,
-                bufs: &talker_bufs,
-                kv: &talker_kv,
-                rope: &t_rope,
-                row_desc: &row_desc,
-                rows: tr,
-                grid,
-            }
-            .build(&env)?,
-        );
+        let steps = talker.record(&env, &talker_bufs, &io, ids)?;
+        let mut d = steps.input;
+        let input = d.len();
+        d.extend(steps.stack);
         let talker_end = d.len();
-        // 4. Each session's last row → final norm → codec head → first code.
-        let sr = RowCount::Sessions;
-        d.push(
-            CopyRows {
-                label: "talker.last_rows",
-                dim: hu,
-                sessions: &sessions,
-                src: &talker_bufs.x,
-                src_stride: hu,
-                source: Source::LastRow,
-                dst: Rows::dense(&last, hu),
-                rows: sr,
-            }
-            .build(&env),
-        );
-        d.push(
-            norm("talker.norm", &talker.norm, hu, ts.eps, Rows::dense(&last, hu), &normed, sr).build(&env),
-        );
-        d.push(
-            Matmul {
-                label: "talker.codec_head",
-                weight: &talker.codec_head,
-                bias: None,
-                k: hu,
-                n: talker.codec_vocab as u32,
-                x: Rows::dense(&normed, hu),
-                input: Input::Plain,
-                y: Rows::dense(&logits, talker.codec_vocab as u32),
-                rows: sr,
-                output: Output::Overwrite,
-                activation: Activation::None,
-            }
-            .build(&env)?,
-        );
-        let v = talker.codec_vocab as u32;
-        d.push(
-            Sample {
-                label: "talker.sample",
-                vocab: v,
-                logits: Rows::dense(&logits, v),
-                code_col: 0,
-                talker: Some(TalkerProcessors {
-                    eos: ids.eos,
-                    suppress_start: v - 1024,
-                    min_new_tokens: ids.min_new_tokens,
-                    history_words: history_words as u32,
-                }),
-                sessions: &sessions,
-                codes: &codes,
-                history: &history,
-            }
-            .build(&env)?,
-        );
-        let first_code_end = d.len();
-        // 5. The code predictor.
-        d.extend(code_predictor_steps(
-            &env,
-            talker,
-            cp,
-            CpBuffers {
-                sessions: &sessions,
-                codes: &codes,
-                acc: &acc,
-                normed: &normed,
-                cp_in: cp_in.as_ref(),
-                bufs: &cp_bufs,
-                kv: &cp_kv,
-                rope: &c_rope,
-                row_descs: &cp_rows,
-                cp_logits: &cp_logits,
-                max_sessions: ms,
-                history: &history,
-                grid,
-            },
-        )?);
+        d.extend(steps.first_code);
+        let first_code = d.len();
+        d.extend(cp.record(&env, talker, &cp_bufs, &io, &talker_bufs.normed)?);
+        let code_predictor = d.len();
+        d.extend(decoder.build_frame(&env, &b.codes, &b.decoder_sessions)?);
 
-        let code_predictor_end = d.len();
-        // 6. The codec decoder: one frame of audio per session.
-        d.extend(decoder.build_frame(&env, &codes, &decoder_sessions)?);
-
+        let ms = limits.max_sessions;
         let grid_sync_offset = (ms * 16 * 4) as u64;
         let pcm_offset = (grid_sync_offset + 16).next_multiple_of(256);
         let readback_bytes = pcm_offset + (ms * decoder.samples_per_frame() * 4) as u64;
-        let readbacks = [
-            Readback::new(ctx, "tick.readback.0", readback_bytes),
-            Readback::new(ctx, "tick.readback.1", readback_bytes),
-        ];
-        let mut keep = vec![text_emb, text_h, tp, last];
-        keep.extend(cp_in);
-        keep.extend(cp_rows);
+        let readback = |label: &str| Readback::new(ctx, label, readback_bytes);
         Ok(TickPlan {
             limits,
             kernels,
-            counts,
-            row_desc,
-            sessions,
-            decoder_sessions,
-            extra,
-            codes,
-            history,
-            history_words,
-            acc,
+            bufs: b,
             talker: talker_bufs,
-            normed,
-            logits,
-            cp_logits,
-            talker_kv,
+            code_predictor: cp_bufs,
             dispatches: d,
-            stages: Stages {
-                input: input_end,
-                talker: talker_end,
-                first_code: first_code_end,
-                code_predictor: code_predictor_end,
-            },
-            readbacks,
+            stages: Stages { input, talker: talker_end, first_code, code_predictor },
+            readbacks: [readback("tick.readback.0"), readback("tick.readback.1")],
             grid_sync_offset,
             pcm_offset,
-            grid_sync: grid_counter,
-            _keep: keep,
-            _cp: cp_bufs,
-            _cp_kv: cp_kv,
-            _ropes: (t_rope, c_rope),
-            dummy,
-            scratch,
-            partials,
         })
     }
 
@@ -370,48 +202,15 @@ impl TickPlan {
         Env {
             ctx,
             kernels: &self.kernels,
-            counts: &self.counts,
-            dummy: &self.dummy,
-            scratch: &self.scratch,
-            partials: &self.partials,
+            counts: &self.bufs.counts,
+            dummy: &self.bufs.dummy,
+            scratch: &self.bufs.scratch,
+            partials: &self.bufs.partials,
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn linear<'a>(
-    label: &'a str,
-    wb: &'a (wgpu::Buffer, wgpu::Buffer),
-    k: u32,
-    n: u32,
-    x: &'a wgpu::Buffer,
-    y: &'a wgpu::Buffer,
-    rows: RowCount,
-    activation: Activation,
-) -> Matmul<'a> {
-    Matmul {
-        label,
-        weight: &wb.0,
-        bias: Some(&wb.1),
-        k,
-        n,
-        x: Rows::dense(x, k),
-        input: Input::Plain,
-        y: Rows::dense(y, n),
-        rows,
-        output: Output::Overwrite,
-        activation,
-    }
-}
-
-fn norm<'a>(
-    label: &'a str,
-    weight: &'a wgpu::Buffer,
-    dim: u32,
-    eps: f32,
-    x: Rows<'a>,
-    y: &'a wgpu::Buffer,
-    rows: RowCount,
-) -> RmsNorm<'a> {
-    RmsNorm { label, weight, format: WeightFormat::Bf16, dim, eps, x, y: Rows::dense(y, dim), rows }
+/// Workgroup memory of a stack's persistent layer.
+fn layer_bytes(s: &StackShape) -> u32 {
+    workgroup_bytes(s.heads, s.hidden as u32, s.inter as u32)
 }
