@@ -39,13 +39,23 @@ impl GemmPolicy {
 /// The kernel a conv layer runs in a tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConvKernel {
-    /// The direct kernel with the reduction in `k_split` slices.
-    Direct {
-        k_split: u32,
-    },
+    /// The direct kernel (its K split follows the layer's grid).
+    Direct,
     Gemm {
         tile: GemmTile,
     },
+}
+
+impl std::fmt::Display for ConvKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConvKernel::Direct => write!(f, "direct"),
+            ConvKernel::Gemm { tile } => {
+                let on = if tile.coop { " cooperative" } else { "" };
+                write!(f, "GEMM {}x{}{on}", tile.rows(), tile.cols())
+            }
+        }
+    }
 }
 
 impl KernelChoice {
@@ -69,6 +79,16 @@ impl KernelChoice {
             self.coop_tile(tile)
         } else {
             tile
+        }
+    }
+
+    /// The kernel of a conv layer of `rows_in` input rows per session and `cols` virtual
+    /// columns in a tick of `sessions` sessions.
+    pub fn conv(&self, rows_in: u32, cols: u32, sessions: u32) -> ConvKernel {
+        let tile = self.conv_tile();
+        match self.conv_gemm_policy().min_sessions(rows_in, cols, tile) {
+            Some(from) if sessions >= from => ConvKernel::Gemm { tile },
+            _ => ConvKernel::Direct,
         }
     }
 

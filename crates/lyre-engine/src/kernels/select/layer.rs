@@ -20,6 +20,15 @@ impl AttentionKernel {
     }
 }
 
+impl std::fmt::Display for AttentionKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AttentionKernel::PerThread => "per-thread",
+            AttentionKernel::Subgroup { .. } => "subgroup",
+        })
+    }
+}
+
 /// Which kernel normalises and rotates the heads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RopeKernel {
@@ -33,6 +42,15 @@ impl RopeKernel {
     /// Whether `head_dim` splits into an even number of at most 8 dims per lane.
     pub fn fits(subgroup_size: u32, head_dim: u32) -> bool {
         head_dim % (2 * subgroup_size) == 0 && head_dim / subgroup_size <= 8
+    }
+}
+
+impl std::fmt::Display for RopeKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RopeKernel::PerHead => "per-head",
+            RopeKernel::Subgroup { .. } => "subgroup",
+        })
     }
 }
 

@@ -25,6 +25,23 @@ pub enum MatmulKernel {
     FewRows { quads: u32, split: u32, cpt: u32 },
 }
 
+impl std::fmt::Display for MatmulKernel {
+    /// The kernel as `docs/kernels.md` names it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let split = |s: u32| if s > 1 { format!(", K split {s}") } else { String::new() };
+        match *self {
+            MatmulKernel::PerThread => write!(f, "per-thread"),
+            MatmulKernel::Subgroup { .. } => write!(f, "subgroup"),
+            MatmulKernel::Matvec { split: s, .. } => write!(f, "mat-vec{}", split(s)),
+            MatmulKernel::FewRows { quads, split: s, .. } => write!(f, "few-rows ×{quads}{}", split(s)),
+            MatmulKernel::Gemm { tile, split: s } => {
+                let on = if tile.coop { " cooperative" } else { "" };
+                write!(f, "GEMM {}x{}{on}{}", tile.rows(), tile.cols(), split(s))
+            }
+        }
+    }
+}
+
 /// The kernels of one matmul site: `base` below every level, then each level's kernel from its
 /// first row count on (the dispatch's alternatives).
 #[derive(Debug, Clone, PartialEq, Eq)]

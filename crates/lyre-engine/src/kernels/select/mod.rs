@@ -54,6 +54,15 @@ pub enum SampleKernel {
     Subgroup { size: u32 },
 }
 
+impl std::fmt::Display for SampleKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SampleKernel::Portable => "portable",
+            SampleKernel::Subgroup { .. } => "subgroup",
+        })
+    }
+}
+
 impl SampleKernel {
     /// Subgroup sizes the subgroup kernel handles.
     pub fn supports(size: u32) -> bool {
@@ -88,5 +97,110 @@ impl KernelChoice {
             (_, Some(size)) if SampleKernel::supports(size) => SampleKernel::Subgroup { size },
             _ => SampleKernel::Portable,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::gemm_tile::GemmTile;
+    use crate::tuning::{MatmulChoice, Switch, TileName};
+
+    const GPU: Adapter =
+        Adapter { cpu: false, subgroup_size: Some(32), coop_f16: true, max_invocations_per_workgroup: 1024 };
+    const CPU: Adapter =
+        Adapter { cpu: true, subgroup_size: Some(8), coop_f16: false, max_invocations_per_workgroup: 1024 };
+
+    fn choice(adapter: Adapter, keys: &[(&str, &str)]) -> KernelChoice {
+        let mut tuning = EngineTuning::default();
+        for (k, v) in keys {
+            tuning.set(k, v).unwrap();
+        }
+        tuning.validate().unwrap();
+        KernelChoice::for_adapter(adapter, &tuning)
+    }
+
+    /// The keys CI's second pass sets force the GPU kernels on a CPU adapter.
+    #[test]
+    fn forced_keys_run_the_gpu_kernels_on_a_cpu_adapter() {
+        let forced = choice(
+            CPU,
+            &[
+                ("matmul", "subgroup"),
+                ("persistent", "on"),
+                ("persistent_groups", "1"),
+                ("gemm", "on"),
+                ("gemm_min_rows", "1"),
+                ("few_rows", "on"),
+                ("few_rows_min_rows", "2"),
+                ("few_rows_min_cols", "1"),
+                ("conv_gemm_min_rows", "1"),
+                ("conv_gemm_min_cols", "1"),
+                ("conv_gemm_min_tiles", "0"),
+            ],
+        );
+        let plan = forced.matmul_plan(64, 64, false, forced.partials_bytes());
+        // The mat-vec at one row, the few-rows kernel at 2..=8, the GEMM past it.
+        assert_eq!(plan.at(1), MatmulKernel::Matvec { size: 8, split: 1 });
+        assert!(matches!(plan.at(2), MatmulKernel::FewRows { quads: 1, .. }), "{plan:?}");
+        assert!(matches!(plan.at(8), MatmulKernel::FewRows { quads: 2, .. }), "{plan:?}");
+        assert!(matches!(plan.at(9), MatmulKernel::Gemm { tile: GemmTile::ROWS_16, .. }), "{plan:?}");
+        // A SwiGLU input never takes the few-rows kernel (it would gate once per column): the
+        // mat-vec up to the same GEMM floor.
+        let down = forced.matmul_plan(64, 64, true, forced.partials_bytes());
+        assert_eq!(down.at(8), MatmulKernel::Matvec { size: 8, split: 1 });
+        assert!(matches!(down.at(9), MatmulKernel::Gemm { .. }), "{down:?}");
+        assert_eq!(forced.persistent_grid(), 1, "one workgroup on a CPU adapter");
+        assert_eq!(forced.conv(1, 1, 1), ConvKernel::Gemm { tile: GemmTile::ROWS_128 });
+        // The defaults keep them off there.
+        let plain = choice(CPU, &[]);
+        assert_eq!(plain.matmul_plan(64, 64, false, plain.partials_bytes()).at(64), MatmulKernel::PerThread);
+        assert_eq!((plain.persistent_grid(), plain.partials_bytes()), (0, 16));
+    }
+
+    #[test]
+    fn keys_switch_gpu_kernels_off() {
+        let off = choice(
+            GPU,
+            &[
+                ("matmul", "per_thread"),
+                ("persistent", "off"),
+                ("fused_attention", "false"),
+                ("sampler", "portable"),
+            ],
+        );
+        assert_eq!(off.matmul_base(4096, 1024), MatmulKernel::PerThread);
+        assert_eq!(off.attention(128), AttentionKernel::PerThread);
+        assert_eq!((off.fused_attention(128), off.persistent_grid()), (None, 0));
+        assert_eq!(off.sampler(), SampleKernel::Portable);
+        assert_eq!(
+            choice(GPU, &[("matvec", "false")]).matmul_base(4096, 1024),
+            MatmulKernel::Subgroup { size: 32 }
+        );
+        assert_eq!(choice(GPU, &[("matvec_split", "4")]).matvec_split(4096, 1024, 32), 4);
+        let gemm_off = choice(GPU, &[("gemm", "off"), ("few_rows", "off")]);
+        assert!(gemm_off.matmul_plan(4096, 1024, false, 1 << 30).levels.is_empty());
+        assert_eq!(gemm_off.partials_bytes(), 16);
+    }
+
+    #[test]
+    fn keys_pick_tiles_and_cooperative_matrices() {
+        let t = EngineTuning::default();
+        assert_eq!(
+            (t.matmul, t.gemm, t.gemm_large_tile),
+            (MatmulChoice::Auto, Switch::Auto, TileName::Rows64)
+        );
+        let gpu = choice(GPU, &[]);
+        assert_eq!(gpu.conv_tile(), GemmTile::COOP_WIDE);
+        assert_eq!(choice(GPU, &[("conv_coop", "false")]).conv_tile(), GemmTile::ROWS_128);
+        let narrow = choice(GPU, &[("coop_wide", "false")]);
+        assert_eq!(narrow.conv_tile(), GemmTile::ROWS_64.on_coop().unwrap());
+        let large = choice(GPU, &[("gemm_large_tile", "128x128"), ("coop_min_rows", "4096")]);
+        let plan = large.matmul_plan(4096, 1024, false, large.partials_bytes());
+        assert!(matches!(plan.at(256), MatmulKernel::Gemm { tile: GemmTile::ROWS_128_WIDE, .. }), "{plan:?}");
+        assert!(matches!(plan.at(255), MatmulKernel::Gemm { tile: GemmTile::ROWS_64, .. }), "{plan:?}");
+        assert_eq!(choice(GPU, &[("conv_max_split", "4")]).conv_max_k_split(), 4);
+        let small = Adapter { max_invocations_per_workgroup: 256, ..GPU };
+        assert_eq!(KernelChoice::for_adapter(small, &t).conv_max_k_split(), 4, "within the workgroup size");
     }
 }
