@@ -12,9 +12,9 @@
 // Every workgroup must be resident at once (p.groups is at most what the GPU runs together; 1 on
 // CPU adapters). The activations that cross workgroups (x, qkv, attn, act) are read and written
 // with atomics: the barrier does not invalidate other workgroups' L1 lines, and a plain load
-// after it can return a value cached before the writer stored (measured, docs/PERFORMANCE.md
-// v11). Weights, the RoPE tables and the KV cache (each cache row is written and read by the
-// same workgroup in one dispatch, or written by an earlier dispatch) use plain loads.
+// after it can return a value cached before the writer stored (measured on the H200).
+// Weights, the RoPE tables and the KV cache (each cache row is written and read by the same
+// workgroup in one dispatch, or written by an earlier dispatch) use plain loads.
 // Needs hidden to be a multiple of 8, the q width and inter of 16, and attend_head's head_dim
 // rule.
 

@@ -2,7 +2,7 @@
 // the workgroup's input vector `vec_in`, a subgroup per pair of runs. A phase's time is mostly
 // memory latency, so each lane keeps eight 16-byte loads in flight per step. (Issuing a phase's
 // first loads before the barrier that precedes it, or the next pair's while the current one is
-// summed, measured 0.1 ms slower per frame on the H200: docs/PERFORMANCE.md v12.)
+// summed, measured 0.1 ms slower per frame on the H200.)
 
 // Two runs of n8 vec4s (eight bf16 each): weights from vec4 `a` and `b`, input from vec_in's
 // 8-value groups `xa` and `xb`.

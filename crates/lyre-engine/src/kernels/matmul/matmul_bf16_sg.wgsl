@@ -6,7 +6,7 @@
 //
 // The accumulators are vec4s indexed only by constants: a private array indexed by a loop
 // variable with a run-time bound lands in local memory on NVIDIA, which made every FMA a
-// load and a store (v3 in docs/PERFORMANCE.md).
+// load and a store (measured on the H200).
 
 override SG: u32 = 32u;
 

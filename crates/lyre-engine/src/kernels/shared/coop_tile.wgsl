@@ -45,8 +45,7 @@ fn to_f16(v: vec4<f32>) -> vec4<f16> {
 }
 
 // stage_x and stage_w are the same four stores into two arrays on purpose: one array holding
-// both (and one store function) measured 1.0 ms slower at batch 256 on the H200
-// (docs/PERFORMANCE.md, v11).
+// both (and one store function) measured 1.0 ms slower at batch 256 on the H200.
 
 // Stores A[row][4 k4 .. 4 k4 + 3] (chunk-relative k): row-major, XS per row.
 fn stage_x(k4: u32, row: u32, v: vec4<f32>) {

@@ -32,7 +32,7 @@ var<workgroup> gemm_ws: array<vec4<f32>, 544>; // [BK][ws_row()], four columns p
 // columns of column band j (block_col(tx, j)). They are separate variables, touched only by
 // name or through the switch in acc_at, because a private array indexed by a loop variable
 // that the driver does not unroll lives in local memory on NVIDIA (every FMA a load and a
-// store: 10× slower, docs/PERFORMANCE.md v7).
+// store: 10× slower, measured on the H200).
 var<private> acc00: vec4<f32>;
 var<private> acc01: vec4<f32>;
 var<private> acc10: vec4<f32>;

@@ -55,7 +55,8 @@ fn gemm_linear_applies_every_epilogue_flag() {
 }
 
 /// (rows per session, virtual columns, sessions, GEMM faster?) of the codec's layers at the
-/// batches profiled on an H200 (docs/PERFORMANCE.md, v8; 0.6B speech tokenizer).
+/// batches profiled on an H200 (the per-layer profiles of the conv GEMM's crossover, 0.6B
+/// speech tokenizer).
 const MEASURED: [(&str, u32, u32, u32, bool); 14] = [
     ("block0.unit.conv1", 32, 768, 8, false),
     ("block0.unit.conv1", 32, 768, 32, true),
