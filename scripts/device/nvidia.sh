@@ -146,7 +146,7 @@ engine)
   for c in 500 2000; do
     bench ctx$c-f32 /tmp/m06 --batch 1,32 --frames 20 --context $c
     bench ctx$c-f16 /tmp/m06 --batch 1,32 --frames 20 --context $c --kv-cache f16
-    LYRE_ATTENTION_CHUNKS=1 bench ctx$c-nosplit /tmp/m06 --batch 1 --frames 20 --context $c
+    LYRE_ENGINE_TUNING_ATTENTION_CHUNKS=1 bench ctx$c-nosplit /tmp/m06 --batch 1 --frames 20 --context $c
     save
   done
   ;;
