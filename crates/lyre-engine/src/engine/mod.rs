@@ -260,12 +260,15 @@ impl Engine {
         &self.opts
     }
 
-    /// The dispatches a tick of `counts` records (the tick plan's), then the reference plan's
+    /// The dispatches a tick of `counts` records (the tick plan's, then the decoder's RoPE shift
+    /// that ticks at a period's end add), then the reference plan's
     /// (embedding of reference frames, priming a decoder slot): one line each, described by
     /// [`GpuContext::describe_dispatches`] (tools; needs [`GpuContext::keep_resource_names`]
     /// before the engine is built).
     pub fn describe_dispatches(&self, counts: &crate::gpu::RowCounts) -> Vec<String> {
         let mut lines: Vec<String> = self.gpu.describe_dispatches(&self.plan.dispatches, counts);
+        let shift = self.gpu.describe_dispatches(&self.seams.shift, counts);
+        lines.extend(shift.into_iter().map(|l| format!("seams.shift: {l}")));
         lines.extend(self.reference.describe(&self.gpu, counts));
         lines
     }
