@@ -334,10 +334,11 @@ impl ServerConfig {
 
 const SECTIONS: &[&str] = &["server", "model", "engine", "limits", "auth", "logging", "voices"];
 
-/// The key `rest` names in `table`, as a path: `rest` itself, or for a sub-table `t` whose name
-/// `rest` starts with (`t_`), the key the remainder names in it. With the key's default value.
+/// The key `rest` names in `table`, as a path: `rest` itself (a map such as `aliases` too), or
+/// for a sub-table `t` whose name `rest` starts with (`t_`), the key the remainder names in it.
+/// With the key's default value.
 fn find_key<'a>(table: &'a toml::Table, rest: &str) -> Option<(Vec<String>, &'a toml::Value)> {
-    if let Some(v) = table.get(rest).filter(|v| !v.is_table()) {
+    if let Some(v) = table.get(rest) {
         return Some((vec![rest.to_string()], v));
     }
     table.iter().find_map(|(name, v)| {
