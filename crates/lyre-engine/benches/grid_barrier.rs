@@ -1,4 +1,4 @@
-//! What a persistent kernel would save (docs/PERFORMANCE.md, next steps): the cost of one more
+//! What a persistent kernel would save (docs/performance.md, next steps): the cost of one more
 //! dependent phase as a new dispatch against a grid-wide barrier inside one dispatch, with each
 //! phase streaming nothing or a mat-vec's worth of memory and exchanging an activation vector
 //! between all workgroups, with plain or atomic loads and stores; and whether the values each

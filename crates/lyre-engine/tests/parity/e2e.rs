@@ -59,7 +59,7 @@ fn ref_codes(r: &Refs) -> Vec<[u16; 16]> {
 /// frames before it, and the run is compared up to there.
 /// The tolerances of the greedy cases: f32 math, or f16 somewhere — with `LYRE_PARITY_F16=1`
 /// the GEMMs' f16 operands on cooperative matrices (set where the H200 runs force them at every
-/// row count; docs/PERFORMANCE.md has the figures), or an f16 KV cache. Codes must match
+/// row count; docs/performance.md has the figures), or an f16 KV cache. Codes must match
 /// either way, up to near ties.
 struct Tolerances {
     min_cos: f64,

@@ -1,7 +1,7 @@
 // y[r] = w * x[r] / sqrt(mean(x[r]^2) + eps), one workgroup per row (the grid is exact).
 // w is bf16 (two per u32) or f32, chosen by the WEIGHT_F32 override.
 // Each thread issues UNROLL independent loads per step: at batch 1 this is a single workgroup,
-// and a loop of one dependent load per iteration cost ~12 µs on an H200 (docs/PERFORMANCE.md).
+// and a loop of one dependent load per iteration cost ~12 µs on an H200 (docs/performance-history.md).
 
 override WEIGHT_F32: bool = false;
 
