@@ -20,13 +20,16 @@ lyre_install_packages "${LYRE_RUNTIME_PACKAGES[@]}" "${LYRE_BUILD_PACKAGES[@]}" 
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/lyre-xdg}"
 mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 
-echo "== cargo fmt --check"
+# Each section's header says how long the run has taken so far (CI must stay under 30 minutes).
+section() { echo "== $* [$((SECONDS / 60))m$((SECONDS % 60))s]"; }
+
+section "cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy"
+section "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== cargo test"
+section "cargo test"
 cargo test --workspace --locked
-echo "== parity and decoder again with the GPU kernels forced on (subgroup mat-vec, attention and RoPE; persistent layers (one workgroup) at one row, heads split into up to 4 parts from 8 keys; few-rows matmuls at 2-8 rows, GEMMs above; GEMM convs at every row count)"
+section "parity and decoder again with the GPU kernels forced on (subgroup mat-vec, attention and RoPE; persistent layers (one workgroup) at one row, heads split into up to 4 parts from 8 keys; few-rows matmuls at 2-8 rows, GEMMs above; GEMM convs at every row count)"
 # The [engine.tuning] keys (docs/kernels.md), as LYRE_ENGINE_TUNING_* variables. --workspace keeps
 # the first run's feature set, so nothing is rebuilt; the kernel tests, the frame-by-frame decode
 # (kernel-level ring tests cover the GEMM's history reads) and the decoder's batched-vs-alone test
@@ -42,7 +45,7 @@ env "${forced[@]/#/LYRE_ENGINE_TUNING_}" \
   --skip segments::
 
 if [ -d tests/e2e ]; then
-  echo "== end-to-end client tests"
+  section "end-to-end client tests"
   python3 -m pip install -q --disable-pip-version-check -r tests/e2e/requirements.txt
   cargo build --locked -p lyre-server
   LYRE_BIN="$PWD/target/debug/lyre" python3 -m pytest -q tests/e2e
@@ -50,7 +53,7 @@ fi
 # Further suites (reliability, deployment, browser, ...): one script each, run in name order.
 for suite in scripts/suites/*.sh; do
   [ -e "$suite" ] || continue
-  echo "== suite $(basename "$suite")"
+  section "suite $(basename "$suite")"
   bash "$suite"
 done
-echo "== all tests passed"
+section "all tests passed"

@@ -41,7 +41,10 @@ fn operations(doc: &Value) -> BTreeMap<String, BTreeSet<String>> {
 fn app() -> axum::Router {
     static STATE: OnceLock<AppState> = OnceLock::new();
     let state = STATE.get_or_init(|| {
-        let root = std::env::temp_dir().join(format!("lyre-openapi-test-{}", std::process::id()));
+        // Under the workspace's target/ (cleaned with it), reused run after run: the demo model is
+        // made once, the voice database is fresh each run.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tmp/openapi-test");
+        let _ = std::fs::remove_dir_all(root.join("voices"));
         let model_dir = root.join("demo");
         crate::demo::ensure(&model_dir).unwrap();
         let model = Arc::new(lyre_engine::checkpoint::ModelDir::open(&model_dir).unwrap());

@@ -34,7 +34,8 @@ pub fn fixture(name: &str) -> PathBuf {
 pub fn temp_dir(tag: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
     let n = N.fetch_add(1, Ordering::SeqCst);
-    let d = std::env::temp_dir().join(format!("lyre-voices-api-{}-{n}-{tag}", std::process::id()));
+    // Cargo's scratch folder for integration tests (inside target/, so runs do not pile up in /tmp).
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("voices-api-{n}-{tag}"));
     let _ = std::fs::remove_dir_all(&d);
     d
 }
