@@ -147,7 +147,13 @@ describe("without API keys", () => {
     const typed = "Hello there, I am typing this as you listen. ";
     await page.locator("#text").pressSequentially(typed, { delay: 15 });
     await until(page, () => window.lyreStats.framesScheduled >= 3);
-    const pieces = sent.filter((m) => m.type === "text").map((m) => m.text);
+    // The browser reports each sent WebSocket message to this process asynchronously: the last
+    // word may be on the wire but not yet seen here.
+    const textSent = () => sent.filter((m) => m.type === "text").map((m) => m.text);
+    for (const deadline = Date.now() + 5000; textSent().join("") !== typed && Date.now() < deadline; ) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const pieces = textSent();
     assert.ok(pieces.length >= 2, `text went in ${pieces.length} messages`);
     assert.equal(pieces.join(""), typed);
     assert.equal(await page.locator("#finish").isVisible(), true);

@@ -79,6 +79,9 @@ class Server:
             if self.proc.poll() is not None:
                 break
             time.sleep(0.2)
+        if self.proc.poll() is None:  # a server that never got ready is not left running
+            self.proc.kill()
+            self.proc.wait(10)
         raise RuntimeError("server never became ready:\n" + "".join(self.log))
 
     def metrics(self):
