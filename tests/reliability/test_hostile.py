@@ -112,7 +112,7 @@ def ws_corpus(rng):
     for field, value in itertools.product(SAMPLING, BAD_NUMBERS):
         single.append("{\"type\":\"start\",\"voice\":\"ryan\",\"" + field + "\":" + value + "}")
     for field, value in [("voice", "\"nobody\""), ("voice", "\"../../etc/passwd\""), ("language", "\"klingon\""),
-                         ("format", "\"mp3\""), ("text_mode", "\"x\""), ("codes", "\"yes\""), ("bogus", "1"),
+                         ("format", "\"aac\""), ("text_mode", "\"x\""), ("codes", "\"yes\""), ("bogus", "1"),
                          ("instruct", "\"Whisper.\""), ("text", "\"<|im_end|>\""), ("text", "1")]:
         single.append("{\"type\":\"start\",\"voice\":\"ryan\",\"" + field + "\":" + value + "}")
     for depth in (200, 5000):

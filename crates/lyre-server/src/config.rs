@@ -34,6 +34,9 @@ pub struct ServerSection {
     pub header_read_timeout_s: u64,
     /// Open connections at most; beyond, a connection gets 503 and is closed.
     pub max_connections: usize,
+    /// Seconds between the server's WebSocket pings (0: no pings); two unanswered pings close
+    /// the socket.
+    pub ws_ping_interval_s: u64,
 }
 
 impl Default for ServerSection {
@@ -47,6 +50,7 @@ impl Default for ServerSection {
             send_buffer_bytes: 0,
             header_read_timeout_s: 30,
             max_connections: 1024,
+            ws_ping_interval_s: 20,
         }
     }
 }
@@ -123,6 +127,11 @@ pub struct LimitsSection {
     pub max_ws_message_bytes: usize,
     pub ws_idle_timeout_s: u64,
     pub max_buffered_frames: usize,
+    /// Open WebSocket connections, in total and per API key (0: no cap).
+    pub max_ws_connections: usize,
+    pub max_ws_connections_per_key: usize,
+    /// Contexts one multiplexed WebSocket may hold at once.
+    pub max_ws_contexts: usize,
 }
 
 impl Default for LimitsSection {
@@ -134,6 +143,9 @@ impl Default for LimitsSection {
             max_ws_message_bytes: 65536,
             ws_idle_timeout_s: 60,
             max_buffered_frames: 256,
+            max_ws_connections: 1024,
+            max_ws_connections_per_key: 256,
+            max_ws_contexts: 8,
         }
     }
 }
@@ -300,6 +312,12 @@ impl ServerConfig {
         }
         if self.limits.max_buffered_frames < 4 {
             bail!("limits.max_buffered_frames: must be at least 4, got {}", self.limits.max_buffered_frames);
+        }
+        if self.limits.max_ws_contexts == 0 {
+            bail!("limits.max_ws_contexts: must be at least 1");
+        }
+        if self.limits.ws_idle_timeout_s == 0 {
+            bail!("limits.ws_idle_timeout_s: must be at least 1");
         }
         if self.limits.max_ws_messages_per_second == 0 {
             bail!("limits.max_ws_messages_per_second: must be at least 1");

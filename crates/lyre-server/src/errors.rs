@@ -70,10 +70,14 @@ error_codes! {
     /// The path does not take the request's method (axum's own answer, in the error shape).
     MethodNotAllowed = (405, "method_not_allowed", false),
     IdleTimeout = (408, "idle_timeout", false),
+    /// WebSocket: two of the server's pings went unanswered.
+    PingTimeout = (408, "ping_timeout", false),
     VoiceExists = (409, "voice_exists", false),
     SessionActive = (409, "session_active", false),
     NoSession = (409, "no_session", false),
     TextEnded = (409, "text_ended", false),
+    /// WebSocket: a `start` for a context that is already open.
+    ContextActive = (409, "context_active", false),
     BodyTooLarge = (413, "body_too_large", false),
     TextTooLong = (413, "text_too_long", false),
     MessageTooLarge = (413, "message_too_large", false),
@@ -86,6 +90,10 @@ error_codes! {
     /// The API key holds all the sessions it may.
     KeyBusy = (429, "key_busy", true),
     RateLimited = (429, "rate_limited", true),
+    /// WebSocket: the socket holds `limits.max_ws_contexts` contexts.
+    TooManyContexts = (429, "too_many_contexts", true),
+    /// WebSocket: the API key holds `limits.max_ws_connections_per_key` sockets.
+    KeyTooManyConnections = (429, "key_too_many_connections", true),
     /// The client cancelled its session (WebSocket `cancel`).
     Cancelled = (499, "cancelled", false),
     /// An error the server made without a more precise code (axum's own 5xx answers).
@@ -111,7 +119,8 @@ error_codes! {
     StoreUnavailable = (503, "store_unavailable", true),
     /// A stored voice could not be read back.
     VoiceStoreError = (503, "voice_store_error", true),
-    /// `server.max_connections` connections are open; answered before the request is read.
+    /// `server.max_connections` connections are open (answered before the request is read), or
+    /// `limits.max_ws_connections` WebSockets (an `error` message, then close 1013).
     TooManyConnections = (503, "too_many_connections", true),
     Timeout = (504, "timeout", false),
     VoiceStoreFull = (507, "voice_store_full", false),

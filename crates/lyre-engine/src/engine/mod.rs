@@ -146,6 +146,8 @@ pub struct StepOutput {
     pub frame: Option<Frame>,
     pub finished: Option<FinishReason>,
     pub logits: Option<FrameLogits>,
+    /// The text before a flush ([`Engine::end_utterance`]) has now all been spoken.
+    pub flushed: bool,
 }
 
 pub struct Engine {

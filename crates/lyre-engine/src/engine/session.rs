@@ -126,6 +126,8 @@ pub(crate) struct Session {
     pub decoder_started: bool,
     /// Why the last utterance ended.
     last_end: Option<FinishReason>,
+    /// A flushed utterance has just been spoken to its end (read once, by the tick).
+    pub flush_done: bool,
 }
 
 impl Session {
@@ -158,6 +160,7 @@ impl Session {
             frames_before: 0,
             decoder_started: false,
             last_end: None,
+            flush_done: false,
         }
     }
 
@@ -230,13 +233,24 @@ impl Session {
     }
 
     /// Ends the current streamed utterance (a flush): the text so far is spoken as at the end
-    /// of the session, and text that comes later starts the next utterance.
-    pub fn end_utterance(&mut self, tok: &TextTokenizer) -> Result<()> {
+    /// of the session, and text that comes later starts the next utterance. True when there is
+    /// something to speak, whose end the tick then reports ([`Session::flush_done`]); false when
+    /// no text came since the last utterance ended.
+    pub fn end_utterance(&mut self, tok: &TextTokenizer) -> Result<bool> {
         if self.text_ended {
             return Err(EngineError::invalid("text", "this session's text has already ended"));
         }
+        let open = match self.utterances.back_mut() {
+            Some(u) if !u.text_done() => {
+                u.flushed = true;
+                true
+            }
+            _ => false,
+        };
         self.close_last(tok)?;
-        self.settle(tok)
+        self.settle(tok)?;
+        // An utterance with no word is dropped: nothing is left to report.
+        Ok(open && self.utterances.iter().any(|u| u.flushed))
     }
 
     /// No more text will come.
@@ -295,8 +309,10 @@ impl Session {
     pub fn end_current(&mut self, reason: FinishReason, tok: &TextTokenizer) -> Result<Option<FinishReason>> {
         if let Some(done) = self.utterances.pop_front() {
             let keep = !done.text_done() || reason != FinishReason::Eos;
-            if let Some(rest) = done.remainder(&self.lead).filter(|_| keep) {
-                self.utterances.push_front(rest);
+            let flushed = done.flushed;
+            match done.remainder(&self.lead).filter(|_| keep) {
+                Some(rest) => self.utterances.push_front(rest),
+                None => self.flush_done |= flushed,
             }
         }
         self.utterance += 1;

@@ -127,6 +127,7 @@ fn complete(engine: &mut Engine, t: InFlight, outputs: &mut Vec<StepOutput>) -> 
             frame: None,
             finished: None,
             logits: logits.as_ref().map(|l| l[i].clone()),
+            flushed: false,
         };
         let mut utterance_end = None;
         if row[0] == eos {
@@ -156,6 +157,7 @@ fn complete(engine: &mut Engine, t: InFlight, outputs: &mut Vec<StepOutput>) -> 
                     Some(FinishReason::Cancelled)
                 }
             };
+            out.flushed = std::mem::take(&mut s.flush_done);
         }
         outputs.push(out);
     }
@@ -190,6 +192,7 @@ fn fail_grid_tick(
                 frame: None,
                 finished: Some(FinishReason::GpuFault),
                 logits: None,
+                flushed: false,
             });
         }
     }
@@ -207,7 +210,13 @@ fn gather(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<TickInpu
         // Nothing left to say and no text to come (streamed text that ended after the last
         // utterance, or never had a word).
         if let Some(reason) = s.idle_finish() {
-            outputs.push(StepOutput { id: s.id, frame: None, finished: Some(reason), logits: None });
+            outputs.push(StepOutput {
+                id: s.id,
+                frame: None,
+                finished: Some(reason),
+                logits: None,
+                flushed: false,
+            });
             continue;
         }
         if !s.is_ready() {

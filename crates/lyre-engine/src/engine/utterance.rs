@@ -35,6 +35,9 @@ pub(crate) struct Utterance {
     started: bool,
     /// The talker has read `tts_eos` (streaming mode).
     pub eos_read: bool,
+    /// A client's flush closed this utterance's text: its end is reported (and so is the end
+    /// of a remainder that carries the flush on).
+    pub flushed: bool,
 }
 
 impl Utterance {
@@ -68,6 +71,7 @@ impl Utterance {
             space: String::new(),
             started: false,
             eos_read: false,
+            flushed: false,
         }
     }
 
@@ -158,6 +162,7 @@ impl Utterance {
         next.context = std::mem::take(&mut self.context);
         next.space = std::mem::take(&mut self.space);
         next.started = self.started;
+        next.flushed = self.flushed;
         next.measured = next.tokens;
         Some(next)
     }

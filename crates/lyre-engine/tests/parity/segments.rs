@@ -21,6 +21,8 @@ struct Spoken {
     /// Each frame's segment.
     segments: Vec<u32>,
     finished: Option<FinishReason>,
+    /// The frame counts at which a step reported a flush's text all spoken.
+    flushed_at: Vec<usize>,
 }
 
 fn speak(engine: &mut Engine, req: SessionRequest) -> Spoken {
@@ -146,6 +148,9 @@ fn end_utterance_starts_the_next_utterance_in_the_same_stream() {
                 got.pcm.extend(f.pcm);
                 got.segments.push(f.segment);
             }
+            if o.flushed {
+                got.flushed_at.push(got.codes.len());
+            }
             got.finished = got.finished.take().or(o.finished);
         }
     };
@@ -154,12 +159,14 @@ fn end_utterance_starts_the_next_utterance_in_the_same_stream() {
     engine.append_text(id, a).unwrap();
     collect(&mut engine, &mut got);
     engine.append_text(id, b).unwrap();
-    engine.end_utterance(id).unwrap();
+    assert!(engine.end_utterance(id).unwrap(), "a flush with text to speak");
     for _ in 0..30 {
         collect(&mut engine, &mut got);
     }
     assert_eq!(got.codes, reference, "the first utterance is spoken whole; the session waits");
     assert_eq!(got.finished, None);
+    assert_eq!(got.flushed_at, [reference.len()], "the flush's end is reported once, after its last frame");
+    assert!(!engine.end_utterance(id).unwrap(), "nothing new to flush");
     engine.append_text(id, &sentence).unwrap();
     engine.end_text(id).unwrap();
     while got.finished.is_none() {

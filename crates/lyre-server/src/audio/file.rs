@@ -88,19 +88,20 @@ mod tests {
     use std::io::Cursor;
 
     use super::super::test_util::sweep;
-    use super::super::{encode_clip, FRAME_SAMPLES, SAMPLE_RATE};
+    use super::super::{encode_clip, OutputSpec, FRAME_SAMPLES};
     use super::*;
 
     #[test]
     fn a_file_written_frame_by_frame_equals_the_clip() {
         let samples = sweep(FRAME_SAMPLES * 9 + 100);
         for format in AudioFormat::ALL.into_iter().filter(|f| f.is_built()) {
-            let mut w = FileWriter::new(format, SAMPLE_RATE, Cursor::new(Vec::new())).unwrap();
+            let rate = OutputSpec::plain(format).sample_rate;
+            let mut w = FileWriter::new(format, rate, Cursor::new(Vec::new())).unwrap();
             for frame in samples.chunks(FRAME_SAMPLES) {
                 w.push(frame).unwrap();
             }
             let file = w.finish().unwrap().into_inner();
-            assert_eq!(file, encode_clip(format, &samples, SAMPLE_RATE).unwrap(), "{format}");
+            assert_eq!(file, encode_clip(format, &samples, rate).unwrap(), "{format}");
         }
     }
 }

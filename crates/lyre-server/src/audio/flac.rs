@@ -1,19 +1,20 @@
-//! FLAC through `flacenc` (pure Rust): 16-bit, mono, fixed 1920-sample blocks (one per 80 ms
-//! frame at 24 kHz), so a stream can send each block as soon as it is full.
+//! FLAC through `flacenc` (pure Rust): 16-bit, mono, fixed blocks of one 80 ms frame (1920
+//! samples at 24 kHz, 640 at 8 kHz), so a stream can send each block as soon as it is full.
 //!
 //! A stream's STREAMINFO says "unknown" where the end is not yet known: total samples 0, MD5 all
-//! zero, frame sizes 0 (all allowed by the FLAC format). [`super::encode_clip`] then rewrites it
-//! with the real total, MD5 and frame sizes; the frames themselves are the same bytes.
+//! zero, frame sizes 0 (all allowed by the FLAC format). A whole clip then rewrites it with the
+//! real total, MD5 and frame sizes ([`FrameEncoder::patch_clip_header`]); the frames themselves
+//! are the same bytes.
 
 use flacenc::bitsink::MemSink;
 use flacenc::component::{BitRepr, Stream, StreamInfo};
 use flacenc::error::{Verified, Verify};
 use flacenc::source::{Context, Fill, FrameBuf};
 
-use super::{to_i16, AudioError, AudioFormat, FrameEncoder, FRAME_SAMPLES};
+use super::{frame_samples, to_i16, AudioError, AudioFormat, FrameEncoder};
 
-/// Samples per FLAC block (the last block of a stream may be shorter).
-pub const BLOCK_SIZE: usize = FRAME_SAMPLES;
+/// FLAC's smallest block size.
+const MIN_BLOCK_SIZE: usize = 16;
 
 /// Bytes of `fLaC` plus the STREAMINFO metadata block, the header a clip rewrites.
 pub const HEADER_LEN: usize = 4 + 4 + 34;
@@ -26,6 +27,8 @@ pub struct FlacStream {
     info: StreamInfo,
     /// The block being encoded, and the running MD5 / sample count / frame number.
     block: (FrameBuf, Context),
+    /// Samples per block (the last block of a stream may be shorter).
+    block_size: usize,
     /// Samples not yet in a block.
     pending: Vec<i32>,
     frame_sizes: Option<(usize, usize)>,
@@ -44,36 +47,21 @@ impl FlacStream {
             });
         }
         let config = flacenc::config::Encoder::default().into_verified().map_err(|(_, e)| codec(e))?;
+        let block_size = frame_samples(sample_rate).max(MIN_BLOCK_SIZE);
         let mut info = StreamInfo::new(sample_rate as usize, 1, BITS_PER_SAMPLE).map_err(codec)?;
-        info.set_block_sizes(BLOCK_SIZE, BLOCK_SIZE).map_err(codec)?;
+        info.set_block_sizes(block_size, block_size).map_err(codec)?;
         info.set_frame_sizes(0, 0).map_err(codec)?;
-        let block = (FrameBuf::with_size(1, BLOCK_SIZE).map_err(codec)?, Context::new(BITS_PER_SAMPLE, 1));
+        let block = (FrameBuf::with_size(1, block_size).map_err(codec)?, Context::new(BITS_PER_SAMPLE, 1));
         Ok(FlacStream {
             config,
             info,
             block,
-            pending: Vec::with_capacity(BLOCK_SIZE),
+            block_size,
+            pending: Vec::with_capacity(block_size),
             frame_sizes: None,
             header_sent: false,
             finished: false,
         })
-    }
-
-    /// Rewrites the STREAMINFO at the start of `bytes`, this finished stream's whole output, with
-    /// the total sample count, the MD5 of the samples and the smallest and largest frame sizes.
-    pub fn patch_clip_header(&self, bytes: &mut [u8]) -> Result<(), AudioError> {
-        if !self.finished || bytes.len() < HEADER_LEN {
-            return Err(codec("only a finished stream's whole output can be patched"));
-        }
-        let (_, context) = &self.block;
-        let mut info = self.info.clone();
-        info.set_total_samples(context.total_samples());
-        info.set_md5_digest(&context.md5_digest());
-        let (min, max) = self.frame_sizes.unwrap_or((0, 0));
-        info.set_frame_sizes(min, max).map_err(codec)?;
-        let header = header_bytes(&info)?;
-        bytes[..HEADER_LEN].copy_from_slice(&header);
-        Ok(())
     }
 
     fn check_open(&self) -> Result<(), AudioError> {
@@ -115,8 +103,8 @@ impl FrameEncoder for FlacStream {
         let mut out = Vec::new();
         self.take_header(&mut out)?;
         self.pending.extend(to_i16(frame).into_iter().map(i32::from));
-        while self.pending.len() >= BLOCK_SIZE {
-            self.encode_block(BLOCK_SIZE, &mut out)?;
+        while self.pending.len() >= self.block_size {
+            self.encode_block(self.block_size, &mut out)?;
         }
         Ok(out)
     }
@@ -130,6 +118,23 @@ impl FrameEncoder for FlacStream {
             self.encode_block(self.pending.len(), &mut out)?;
         }
         Ok(out)
+    }
+
+    /// Rewrites the STREAMINFO at the start of `bytes`, this finished stream's whole output, with
+    /// the total sample count, the MD5 of the samples and the smallest and largest frame sizes.
+    fn patch_clip_header(&self, bytes: &mut [u8]) -> Result<(), AudioError> {
+        if !self.finished || bytes.len() < HEADER_LEN {
+            return Err(codec("only a finished stream's whole output can be patched"));
+        }
+        let (_, context) = &self.block;
+        let mut info = self.info.clone();
+        info.set_total_samples(context.total_samples());
+        info.set_md5_digest(&context.md5_digest());
+        let (min, max) = self.frame_sizes.unwrap_or((0, 0));
+        info.set_frame_sizes(min, max).map_err(codec)?;
+        let header = header_bytes(&info)?;
+        bytes[..HEADER_LEN].copy_from_slice(&header);
+        Ok(())
     }
 }
 
@@ -148,8 +153,10 @@ fn codec(err: impl std::fmt::Display) -> AudioError {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::{streamed, sweep};
-    use super::super::{encode_clip, SAMPLE_RATE};
+    use super::super::{encode_clip, FRAME_SAMPLES, SAMPLE_RATE};
     use super::*;
+
+    const BLOCK_SIZE: usize = FRAME_SAMPLES;
     use md5::{Digest, Md5};
 
     /// Decodes FLAC bytes with claxon: (STREAMINFO, samples).
@@ -201,6 +208,20 @@ mod tests {
         assert!(!stream.push(&samples[1000..BLOCK_SIZE]).unwrap().is_empty());
         assert!(!stream.push(&samples[BLOCK_SIZE..]).unwrap().is_empty());
         assert!(stream.finish().unwrap().is_empty(), "nothing left over");
+    }
+
+    #[test]
+    fn blocks_are_one_frame_at_every_rate() {
+        for rate in [8_000, 16_000, 44_100] {
+            let samples = sweep(3 * 1920);
+            let (info, decoded) = decode(&encode_clip(AudioFormat::Flac, &samples, rate).unwrap());
+            assert_eq!(decoded, to_i16(&samples));
+            let block = rate as usize * 80 / 1000;
+            assert_eq!(
+                (info.sample_rate, info.min_block_size, info.max_block_size),
+                (rate, block as u16, block as u16)
+            );
+        }
     }
 
     #[test]

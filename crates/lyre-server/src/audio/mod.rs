@@ -5,7 +5,11 @@
 //! [`FRAME_SAMPLES`] chunks through the same encoder a live stream uses and finishes it, so the
 //! two paths cannot disagree. Only WAV and FLAC differ, and only in their headers: a stream cannot
 //! know its length up front, so it sends "unknown" there, and a whole clip patches in the real
-//! sizes (and FLAC's MD5) afterwards.
+//! sizes (and FLAC's MD5) afterwards ([`FrameEncoder::patch_clip_header`]).
+//!
+//! What a client asks for beyond the format — another sample rate, a `speed` — is an
+//! [`OutputSpec`]; its [`AudioOutput`] chains the time-stretch ([`speed`]), the resampler
+//! ([`resample`]) and the format's encoder, each keeping its state from frame to frame.
 //!
 //! Samples become 16-bit integers by one rule everywhere, [`f32_to_i16`]: clamp to [-1, 1],
 //! multiply by 32767, round to nearest (ties away from zero); NaN becomes 0. Opus, MP3 and FLAC
@@ -13,10 +17,14 @@
 
 mod file;
 mod flac;
+mod g711;
 #[cfg(feature = "mp3")]
 mod mp3;
 mod opus;
+mod output;
 mod pcm;
+pub mod resample;
+pub mod speed;
 mod wav;
 
 #[cfg(test)]
@@ -27,11 +35,13 @@ use std::str::FromStr;
 
 pub use self::file::FileWriter;
 pub use self::flac::FlacStream;
+pub use self::g711::{G711Law, G711Stream};
 #[cfg(feature = "mp3")]
 pub use self::mp3::Mp3Stream;
 pub use self::opus::OggOpusStream;
+pub use self::output::{AudioOutput, OutputSpec, SUPPORTED_RATES};
 pub use self::pcm::PcmStream;
-pub use self::wav::WavStream;
+pub use self::wav::{WavEncoding, WavStream};
 
 /// The engine's output sample rate, in Hz.
 pub const SAMPLE_RATE: u32 = 24_000;
@@ -39,7 +49,16 @@ pub const SAMPLE_RATE: u32 = 24_000;
 /// Samples in one 80 ms codec frame at [`SAMPLE_RATE`]: one [`FrameEncoder::push`] per frame.
 pub const FRAME_SAMPLES: usize = 1920;
 
-/// A response audio format, named as in requests (`wav`, `pcm`, `opus`, `mp3`, `flac`).
+/// The rate of G.711 telephony audio (`mulaw`, `alaw`), in Hz.
+pub const G711_RATE: u32 = 8_000;
+
+/// Samples in one 80 ms codec frame at `rate` Hz (640 at 8 kHz, 3528 at 44.1 kHz).
+pub fn frame_samples(rate: u32) -> usize {
+    rate as usize * 2 / 25
+}
+
+/// A response audio format, named as in requests (`wav`, `pcm`, `opus`, `mp3`, `flac`, `mulaw`,
+/// `alaw`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum AudioFormat {
     /// RIFF WAVE, 16-bit PCM, mono.
@@ -53,12 +72,23 @@ pub enum AudioFormat {
     Mp3,
     /// FLAC, 16-bit, mono.
     Flac,
+    /// Raw G.711 μ-law bytes, 8 kHz, mono, no header (telephony).
+    Mulaw,
+    /// Raw G.711 A-law bytes, 8 kHz, mono, no header (telephony).
+    Alaw,
 }
 
 impl AudioFormat {
     /// Every format, in the order error messages list them.
-    pub const ALL: [AudioFormat; 5] =
-        [AudioFormat::Wav, AudioFormat::Pcm, AudioFormat::Opus, AudioFormat::Mp3, AudioFormat::Flac];
+    pub const ALL: [AudioFormat; 7] = [
+        AudioFormat::Wav,
+        AudioFormat::Pcm,
+        AudioFormat::Opus,
+        AudioFormat::Mp3,
+        AudioFormat::Flac,
+        AudioFormat::Mulaw,
+        AudioFormat::Alaw,
+    ];
 
     /// The name used in requests, e.g. `"wav"`.
     pub fn as_str(self) -> &'static str {
@@ -68,13 +98,16 @@ impl AudioFormat {
             AudioFormat::Opus => "opus",
             AudioFormat::Mp3 => "mp3",
             AudioFormat::Flac => "flac",
+            AudioFormat::Mulaw => "mulaw",
+            AudioFormat::Alaw => "alaw",
         }
     }
 
     /// The HTTP `Content-Type` of a response in this format.
     ///
     /// `pcm` is `audio/pcm`, as OpenAI serves it: raw s16le, mono, at the stream's sample rate
-    /// (24 kHz for Lyre). Opus is `audio/ogg` because it is sent in an Ogg container.
+    /// (24 kHz unless `sample_rate` says otherwise). Opus is `audio/ogg` because it is sent in an
+    /// Ogg container. μ-law is `audio/basic` (RFC 2046: 8 kHz μ-law), A-law its usual sibling.
     pub fn content_type(self) -> &'static str {
         match self {
             AudioFormat::Wav => "audio/wav",
@@ -82,6 +115,8 @@ impl AudioFormat {
             AudioFormat::Opus => "audio/ogg",
             AudioFormat::Mp3 => "audio/mpeg",
             AudioFormat::Flac => "audio/flac",
+            AudioFormat::Mulaw => "audio/basic",
+            AudioFormat::Alaw => "audio/x-alaw-basic",
         }
     }
 
@@ -96,11 +131,22 @@ impl AudioFormat {
         names.join(", ")
     }
 
-    /// The usual file extension, without the dot (`"opus"` for Ogg Opus, as opus-tools use).
+    /// The usual file extension, without the dot (`"opus"` for Ogg Opus, as opus-tools use;
+    /// `"ul"` and `"al"` for raw G.711, as SoX names them).
     pub fn file_extension(self) -> &'static str {
         match self {
-            AudioFormat::Pcm => "pcm",
+            AudioFormat::Mulaw => "ul",
+            AudioFormat::Alaw => "al",
             other => other.as_str(),
+        }
+    }
+
+    /// The G.711 law of a raw telephony format.
+    pub fn g711_law(self) -> Option<G711Law> {
+        match self {
+            AudioFormat::Mulaw => Some(G711Law::Mulaw),
+            AudioFormat::Alaw => Some(G711Law::Alaw),
+            _ => None,
         }
     }
 }
@@ -114,8 +160,12 @@ impl fmt::Display for AudioFormat {
 impl FromStr for AudioFormat {
     type Err = AudioError;
 
-    /// Parses a format name, ignoring ASCII case; a format this build lacks is an error too.
+    /// Parses a format name, ignoring ASCII case; `pcm16` (the WebSocket's name) is `pcm`; a
+    /// format this build lacks is an error too.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.eq_ignore_ascii_case("pcm16") {
+            return Ok(AudioFormat::Pcm);
+        }
         let format = AudioFormat::ALL
             .into_iter()
             .find(|f| f.as_str().eq_ignore_ascii_case(s))
@@ -159,7 +209,7 @@ pub enum AudioError {
         /// The format asked for.
         format: AudioFormat,
     },
-    /// The format cannot encode audio at this sample rate (no resampling is done).
+    /// The format cannot encode audio at this sample rate.
     #[error("{format} cannot encode {rate} Hz audio: supported rates are {supported}")]
     UnsupportedSampleRate {
         /// The format asked for.
@@ -168,6 +218,33 @@ pub enum AudioError {
         rate: u32,
         /// The supported rates, for the message.
         supported: &'static str,
+    },
+    /// A `speed` outside [`speed::MIN_SPEED`, `speed::MAX_SPEED`].
+    #[error("speed {speed} is outside 0.25 to 4.0")]
+    InvalidSpeed {
+        /// The speed asked for.
+        speed: f64,
+    },
+    /// A WAV sample encoding that is not `pcm16`, `mulaw` or `alaw`, or one given for another
+    /// format.
+    #[error("{message}")]
+    InvalidEncoding {
+        /// What is wrong.
+        message: String,
+    },
+    /// The resampler could not be built for this rate.
+    #[error("cannot resample to {rate} Hz: {message}")]
+    Resampler {
+        /// The output rate asked for.
+        rate: u32,
+        /// Why not.
+        message: String,
+    },
+    /// The time-stretcher failed.
+    #[error("time-stretch error: {message}")]
+    Stretch {
+        /// The library's message.
+        message: String,
     },
     /// The clip is longer than the container can describe (WAV sizes are 32-bit).
     #[error("{format} clip too long: {samples} samples do not fit the container")]
@@ -194,6 +271,16 @@ pub enum AudioError {
 }
 
 impl AudioError {
+    /// The request field an error is about (`sample_rate`, `speed`, `encoding`), if any.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            AudioError::UnsupportedSampleRate { .. } | AudioError::Resampler { .. } => Some("sample_rate"),
+            AudioError::InvalidSpeed { .. } => Some("speed"),
+            AudioError::InvalidEncoding { .. } => Some("encoding"),
+            _ => None,
+        }
+    }
+
     /// Wraps a codec library's error.
     pub(crate) fn codec(format: AudioFormat, err: impl fmt::Display) -> Self {
         AudioError::Codec { format, message: err.to_string() }
@@ -234,12 +321,20 @@ pub trait FrameEncoder: Send {
     /// Flushes buffered audio and ends the stream; later calls fail with
     /// [`AudioError::Finished`].
     fn finish(&mut self) -> Result<Vec<u8>, AudioError>;
+
+    /// After `finish`, rewrites the header at the start of `bytes` (this encoder's whole output)
+    /// with what only the end knows: WAV's sizes, FLAC's totals and MD5. Other formats have
+    /// nothing to patch.
+    fn patch_clip_header(&self, bytes: &mut [u8]) -> Result<(), AudioError> {
+        let _ = bytes;
+        Ok(())
+    }
 }
 
-/// A streaming encoder for `format` at `sample_rate` Hz.
+/// A streaming encoder for `format` at `sample_rate` Hz (16-bit WAV; G.711 only at 8 kHz).
 pub fn stream_encoder(format: AudioFormat, sample_rate: u32) -> Result<Box<dyn FrameEncoder>, AudioError> {
     Ok(match format {
-        AudioFormat::Wav => Box::new(WavStream::new(sample_rate)?),
+        AudioFormat::Wav => Box::new(WavStream::new(sample_rate, WavEncoding::Pcm16)?),
         AudioFormat::Pcm => Box::new(PcmStream::new(sample_rate)?),
         AudioFormat::Opus => Box::new(OggOpusStream::new(sample_rate)?),
         #[cfg(feature = "mp3")]
@@ -247,35 +342,33 @@ pub fn stream_encoder(format: AudioFormat, sample_rate: u32) -> Result<Box<dyn F
         #[cfg(not(feature = "mp3"))]
         AudioFormat::Mp3 => return Err(AudioError::NotBuilt { format }),
         AudioFormat::Flac => Box::new(FlacStream::new(sample_rate)?),
+        AudioFormat::Mulaw | AudioFormat::Alaw => {
+            if sample_rate != G711_RATE {
+                return Err(AudioError::UnsupportedSampleRate {
+                    format,
+                    rate: sample_rate,
+                    supported: "8000 Hz",
+                });
+            }
+            Box::new(G711Stream::new(format.g711_law().expect("a G.711 format")))
+        }
     })
 }
 
-/// Encodes a whole clip: the streaming encoder fed [`FRAME_SAMPLES`] at a time, then finished;
-/// WAV and FLAC then get their real sizes (and FLAC its MD5) in the header.
+/// Encodes a whole clip of `sample_rate` Hz audio: the streaming encoder fed [`FRAME_SAMPLES`]
+/// at a time, then finished; WAV and FLAC then get their real sizes (and FLAC its MD5).
 pub fn encode_clip(format: AudioFormat, samples: &[f32], sample_rate: u32) -> Result<Vec<u8>, AudioError> {
-    match format {
-        AudioFormat::Wav => {
-            let mut out = feed(&mut WavStream::new(sample_rate)?, samples)?;
-            wav::patch_clip_sizes(&mut out)?;
-            Ok(out)
-        }
-        AudioFormat::Flac => {
-            let mut encoder = FlacStream::new(sample_rate)?;
-            let mut out = feed(&mut encoder, samples)?;
-            encoder.patch_clip_header(&mut out)?;
-            Ok(out)
-        }
-        _ => feed(stream_encoder(format, sample_rate)?.as_mut(), samples),
-    }
+    encode_with(stream_encoder(format, sample_rate)?.as_mut(), samples)
 }
 
-/// Pushes `samples` frame by frame, finishes, and concatenates every output.
-fn feed(encoder: &mut dyn FrameEncoder, samples: &[f32]) -> Result<Vec<u8>, AudioError> {
+/// Pushes `samples` frame by frame through `encoder`, finishes it, and patches the header.
+pub(crate) fn encode_with(encoder: &mut dyn FrameEncoder, samples: &[f32]) -> Result<Vec<u8>, AudioError> {
     let mut out = Vec::new();
     for frame in samples.chunks(FRAME_SAMPLES) {
         out.extend(encoder.push(frame)?);
     }
     out.extend(encoder.finish()?);
+    encoder.patch_clip_header(&mut out)?;
     Ok(out)
 }
 

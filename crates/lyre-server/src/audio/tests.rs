@@ -16,7 +16,11 @@ fn format_names_round_trip_and_ignore_case() {
 #[test]
 fn unknown_format_error_lists_the_valid_names() {
     let err = "aac".parse::<AudioFormat>().unwrap_err();
-    let names = if cfg!(feature = "mp3") { "wav, pcm, opus, mp3, flac" } else { "wav, pcm, opus, flac" };
+    let names = if cfg!(feature = "mp3") {
+        "wav, pcm, opus, mp3, flac, mulaw, alaw"
+    } else {
+        "wav, pcm, opus, flac, mulaw, alaw"
+    };
     assert_eq!(err.to_string(), format!("unknown audio format `aac`: expected one of {names}"));
 }
 
@@ -33,7 +37,7 @@ fn a_build_without_mp3_names_the_feature() {
     let err = "mp3".parse::<AudioFormat>().unwrap_err();
     assert!(matches!(err, AudioError::NotBuilt { format: AudioFormat::Mp3 }), "{err}");
     assert!(err.to_string().contains("`mp3` feature"), "{err}");
-    assert!(err.to_string().ends_with("use one of wav, pcm, opus, flac"), "{err}");
+    assert!(err.to_string().ends_with("use one of wav, pcm, opus, flac, mulaw, alaw"), "{err}");
     assert!(stream_encoder(AudioFormat::Mp3, SAMPLE_RATE).is_err());
 }
 
@@ -44,7 +48,8 @@ fn serde_uses_the_same_names() {
     assert_eq!(f, AudioFormat::Mp3);
     assert_eq!(serde_json::to_string(&AudioFormat::Opus).unwrap(), "\"opus\"");
     let err = serde_json::from_str::<AudioFormat>("\"ogg\"").unwrap_err();
-    assert!(err.to_string().contains("expected one of wav, pcm, opus, mp3, flac"), "{err}");
+    assert!(err.to_string().contains("expected one of wav, pcm, opus, mp3, flac, mulaw, alaw"), "{err}");
+    assert_eq!(serde_json::from_str::<AudioFormat>("\"pcm16\"").unwrap(), AudioFormat::Pcm);
 }
 
 #[test]
@@ -57,7 +62,9 @@ fn content_types_and_extensions() {
             ("audio/pcm", "pcm"),
             ("audio/ogg", "opus"),
             ("audio/mpeg", "mp3"),
-            ("audio/flac", "flac")
+            ("audio/flac", "flac"),
+            ("audio/basic", "ul"),
+            ("audio/x-alaw-basic", "al")
         ]
     );
 }
@@ -87,8 +94,9 @@ fn f32_to_i16_clamps_and_rounds() {
 fn clip_equals_stream_for_every_format() {
     let samples = sweep(5 * FRAME_SAMPLES + 100);
     for format in AudioFormat::ALL.into_iter().filter(|f| f.is_built()) {
-        let clip = encode_clip(format, &samples, SAMPLE_RATE).unwrap();
-        let stream = streamed(stream_encoder(format, SAMPLE_RATE).unwrap().as_mut(), &samples);
+        let rate = OutputSpec::plain(format).sample_rate;
+        let clip = encode_clip(format, &samples, rate).unwrap();
+        let stream = streamed(stream_encoder(format, rate).unwrap().as_mut(), &samples);
         let header = match format {
             AudioFormat::Wav => 44,
             AudioFormat::Flac => 42,
@@ -102,7 +110,7 @@ fn clip_equals_stream_for_every_format() {
 #[test]
 fn push_after_finish_is_an_error() {
     for format in AudioFormat::ALL.into_iter().filter(|f| f.is_built()) {
-        let mut encoder = stream_encoder(format, SAMPLE_RATE).unwrap();
+        let mut encoder = stream_encoder(format, OutputSpec::plain(format).sample_rate).unwrap();
         encoder.push(&[]).unwrap();
         encoder.push(&[0.0; FRAME_SAMPLES]).unwrap();
         encoder.finish().unwrap();
@@ -114,8 +122,9 @@ fn push_after_finish_is_an_error() {
 #[test]
 fn empty_clips_encode() {
     for format in AudioFormat::ALL.into_iter().filter(|f| f.is_built()) {
-        let bytes = encode_clip(format, &[], SAMPLE_RATE).unwrap();
-        assert_eq!(bytes.is_empty(), format == AudioFormat::Pcm, "{format}");
+        let bytes = encode_clip(format, &[], OutputSpec::plain(format).sample_rate).unwrap();
+        let headerless = matches!(format, AudioFormat::Pcm | AudioFormat::Mulaw | AudioFormat::Alaw);
+        assert_eq!(bytes.is_empty(), headerless, "{format}");
     }
 }
 

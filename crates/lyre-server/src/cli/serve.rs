@@ -19,7 +19,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use crate::config::ServerConfig;
 use crate::http::listener::{self, ListenOptions};
 use crate::http::loading::Startup;
-use crate::http::{router, AppState, KeyRegistry};
+use crate::http::{router, AppState, KeyRegistry, SocketRegistry};
 use crate::model_source::{LoadProgress, ModelSource};
 use crate::scheduler::{spawn_worker, Shared, WorkerOptions};
 use crate::voices::{Encoders, VoiceStore};
@@ -139,6 +139,10 @@ async fn serve(cfg: ServerConfig, metrics: Option<PrometheusHandle>, json_logs: 
         demo: source.is_demo(),
         voices,
         encoders,
+        sockets: Arc::new(SocketRegistry::new(
+            cfg.limits.max_ws_connections,
+            cfg.limits.max_ws_connections_per_key,
+        )),
     };
     startup.ready(router(state));
     let served = server.await.context("the listener panicked")?;

@@ -9,8 +9,10 @@ pub mod listener;
 pub mod loading;
 mod openai;
 pub mod openapi;
+mod output;
 mod page;
 mod request;
+mod sockets;
 mod stream;
 mod tts;
 mod voices;
@@ -29,6 +31,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 pub use auth::{Caller, KeyRegistry};
 pub use error::ApiError;
 pub use request::Validator;
+pub use sockets::SocketRegistry;
 pub use tts::codes_fingerprint;
 pub use tts::parse_request as parse_tts_request;
 
@@ -50,6 +53,8 @@ pub struct AppState {
     pub voices: Arc<VoiceStore>,
     /// The Base model's speaker and speech encoders (loaded on first use).
     pub encoders: Arc<Encoders>,
+    /// Open WebSocket connections, against their caps.
+    pub sockets: Arc<SocketRegistry>,
 }
 
 impl AppState {

@@ -11,6 +11,7 @@ use lyre_engine::prompt::TextMode;
 use super::access_log::AccessRecord;
 use super::auth::Caller;
 use super::error::{read_body, ApiError, JsonObject};
+use super::output::OutputFields;
 use super::request::blocking;
 use super::stream::{chunked_body, sse};
 use super::AppState;
@@ -33,11 +34,11 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     let input = body.require_string("input")?;
     let instructions = body.take_string("instructions")?;
     let format = response_format(body.take_string("response_format")?)?;
+    let output = OutputFields::take(&mut body)?.spec(format)?;
     let stream_format = body.take_string("stream_format")?;
     if let Some(other) = stream_format.as_deref().filter(|f| !matches!(*f, "audio" | "sse")) {
         return Err(Failure::invalid("stream_format", format!("`{other}` is not `audio` or `sse`")).into());
     }
-    check_speed(body.0.remove("speed"))?;
     let mut fields: SynthesisFields = body.rest()?;
     // OpenAI's names in errors: `input` for the text, `instructions` when the client used it.
     let named_instructions = instructions.is_some();
@@ -73,11 +74,13 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     let handle = state.scheduler.submit(request, span)?;
     match stream_format.as_deref() {
         None | Some("audio") => {
-            let mut resp = chunked_body(handle, format, slot, access)?.into_response();
-            resp.headers_mut().insert("content-type", HeaderValue::from_static(format.content_type()));
+            let mut resp = chunked_body(handle, &output, slot, access)?.into_response();
+            let h = resp.headers_mut();
+            h.insert("content-type", HeaderValue::from_static(format.content_type()));
+            h.insert("x-lyre-sample-rate", HeaderValue::from(output.sample_rate));
             Ok(resp)
         }
-        _ => Ok(sse(handle, format, slot, tokens, segments, access)?.into_response()),
+        _ => Ok(sse(handle, &output, slot, tokens, segments, access)?.into_response()),
     }
 }
 
@@ -93,17 +96,6 @@ fn response_format(name: Option<String>) -> Result<AudioFormat, ApiError> {
     }
     name.parse()
         .map_err(|e: crate::audio::AudioError| Failure::invalid("response_format", e.to_string()).into())
-}
-
-fn check_speed(speed: Option<serde_json::Value>) -> Result<(), ApiError> {
-    match speed {
-        None | Some(serde_json::Value::Null) => Ok(()),
-        Some(v) => match v.as_f64() {
-            Some(s) if (s - 1.0).abs() < 1e-9 => Ok(()),
-            Some(s) => Err(Failure::invalid("speed", format!("only 1.0 is supported, got {s}")).into()),
-            None => Err(Failure::invalid("speed", format!("must be a number, got {v}")).into()),
-        },
-    }
 }
 
 #[cfg(test)]

@@ -30,8 +30,11 @@ fn variants<'a>(doc: &'a Value, schema: &str) -> Vec<(&'a str, &'a Value)> {
 fn wire_type(m: &ServerMessage) -> &'static str {
     match m {
         ServerMessage::Started { .. } => "started",
+        ServerMessage::Audio { .. } => "audio",
         ServerMessage::Codes { .. } => "codes",
         ServerMessage::Segment { .. } => "segment",
+        ServerMessage::Flushed { .. } => "flushed",
+        ServerMessage::Cancelled { .. } => "cancelled",
         ServerMessage::Done { .. } => "done",
         ServerMessage::Error { .. } => "error",
     }
@@ -41,17 +44,40 @@ fn wire_type(m: &ServerMessage) -> &'static str {
 fn server_messages() -> Vec<ServerMessage> {
     vec![
         ServerMessage::Started {
+            context_id: "default".into(),
             session_id: "1f".into(),
             format: "opus",
             sample_rate: 24_000,
             samples_per_frame: 1920,
+            bytes_per_frame: None,
+            speed: 1.0,
             queued_ms: 0.25,
         },
-        ServerMessage::Codes { frame: 0, codes: [2047; 16] },
-        ServerMessage::Segment { index: 1 },
-        ServerMessage::Done { frames: 3, audio_ms: 240.0, ttfa_ms: 12.5, rtf: 0.5, finish_reason: "eos" },
+        ServerMessage::Started {
+            context_id: "call-7".into(),
+            session_id: "20".into(),
+            format: "mulaw",
+            sample_rate: 8_000,
+            samples_per_frame: 640,
+            bytes_per_frame: Some(640),
+            speed: 1.0,
+            queued_ms: 0.0,
+        },
+        ServerMessage::Audio { context_id: "a".into(), frame: 0, data: "AAA=".into() },
+        ServerMessage::Codes { context_id: "a".into(), frame: 0, codes: [2047; 16] },
+        ServerMessage::Segment { context_id: "a".into(), index: 1 },
+        ServerMessage::Flushed { context_id: "a".into(), frames: 12 },
+        ServerMessage::Cancelled { context_id: "b".into() },
+        ServerMessage::Done {
+            context_id: "a".into(),
+            frames: 3,
+            audio_ms: 240.0,
+            ttfa_ms: 12.5,
+            rtf: 0.5,
+            finish_reason: "eos",
+        },
         ServerMessage::error(&Failure::invalid("voice", "no such voice")),
-        ServerMessage::error(&Failure::new(ErrorCode::Busy, "every slot is taken")),
+        ServerMessage::error_in(Some("b"), &Failure::new(ErrorCode::Busy, "every slot is taken")),
     ]
 }
 

@@ -16,7 +16,7 @@ use tower::ServiceExt;
 
 use super::DOCUMENT;
 use crate::config::ServerConfig;
-use crate::http::{router, AppState, KeyRegistry};
+use crate::http::{router, AppState, KeyRegistry, SocketRegistry};
 use crate::scheduler::{spawn_worker, Shared, WorkerOptions};
 use crate::voices::{Encoders, VoiceStore};
 
@@ -65,6 +65,7 @@ fn app() -> axum::Router {
             config: Arc::new(cfg),
             metrics: None,
             demo: true,
+            sockets: Arc::new(SocketRegistry::new(0, 0)),
         }
     });
     router(state.clone())

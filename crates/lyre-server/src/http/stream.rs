@@ -11,7 +11,8 @@ use futures_util::stream::{self, Stream};
 
 use super::access_log::AccessRecord;
 use super::auth::KeySlot;
-use crate::audio::{stream_encoder, AudioFormat, FrameEncoder, SAMPLE_RATE};
+use super::output::audio_failure;
+use crate::audio::{FrameEncoder, OutputSpec};
 use crate::errors::{ErrorCode, Failure};
 use crate::scheduler::{DoneStats, FrameEvent, SessionEvent, SessionHandle};
 
@@ -29,7 +30,8 @@ pub async fn collect(handle: &mut SessionHandle, timeout: Duration) -> Result<Cl
         let (mut samples, mut codes) = (Vec::new(), Vec::new());
         loop {
             match handle.recv().await {
-                Some(SessionEvent::Started { .. }) => {}
+                // HTTP requests never flush.
+                Some(SessionEvent::Started { .. } | SessionEvent::Flushed { .. }) => {}
                 Some(SessionEvent::Frame(f)) => {
                     samples.extend_from_slice(&f.pcm);
                     codes.push(f.codes);
@@ -111,7 +113,7 @@ impl Streaming {
         }
         loop {
             match self.handle.recv().await {
-                Some(SessionEvent::Started { .. }) => {}
+                Some(SessionEvent::Started { .. } | SessionEvent::Flushed { .. }) => {}
                 Some(SessionEvent::Frame(f)) => {
                     if self.report_segments && self.segment != Some(f.segment) {
                         self.segment = Some(f.segment);
@@ -160,12 +162,11 @@ impl Streaming {
 
 fn streaming(
     handle: SessionHandle,
-    format: AudioFormat,
+    output: &OutputSpec,
     slot: KeySlot,
     access: Option<AccessRecord>,
 ) -> Result<Streaming, Failure> {
-    let encoder = stream_encoder(format, SAMPLE_RATE)
-        .map_err(|e| Failure::invalid("response_format", e.to_string()))?;
+    let encoder = Box::new(output.stream().map_err(audio_failure)?);
     Ok(Streaming {
         handle,
         encoder,
@@ -181,11 +182,11 @@ fn streaming(
 /// Encoded audio sent chunk by chunk as frames are generated.
 pub fn chunked_body(
     handle: SessionHandle,
-    format: AudioFormat,
+    output: &OutputSpec,
     slot: KeySlot,
     access: Option<AccessRecord>,
 ) -> Result<Body, Failure> {
-    let state = streaming(handle, format, slot, access)?;
+    let state = streaming(handle, output, slot, access)?;
     let chunks = stream::unfold(state, |mut s| async move {
         let item = s.next_chunk().await?;
         Some((item.map(Bytes::from).map_err(|f| std::io::Error::other(f.to_string())), s))
@@ -198,13 +199,13 @@ pub fn chunked_body(
 /// gets `speech.progress` (`segment` of `segments`) as each segment's audio begins.
 pub fn sse(
     handle: SessionHandle,
-    format: AudioFormat,
+    output: &OutputSpec,
     slot: KeySlot,
     input_tokens: usize,
     segments: usize,
     access: Option<AccessRecord>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Failure> {
-    let mut streaming = streaming(handle, format, slot, access)?;
+    let mut streaming = streaming(handle, output, slot, access)?;
     streaming.report_segments = segments > 1;
     let state = (streaming, false);
     let events = stream::unfold(state, move |(mut s, finished)| async move {

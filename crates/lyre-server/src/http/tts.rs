@@ -8,11 +8,12 @@ use std::time::Duration;
 use super::access_log::AccessRecord;
 use super::auth::Caller;
 use super::error::{read_body, ApiError, JsonObject};
+use super::output::{audio_failure, OutputFields};
 use super::request::{blocking, Validator};
 use super::stream::{chunked_body, collect};
 use super::AppState;
-use crate::audio::{encode_clip, AudioFormat, SAMPLE_RATE};
-use crate::errors::{ErrorCode, Failure};
+use crate::audio::{AudioFormat, OutputSpec};
+use crate::errors::Failure;
 use crate::protocol::SynthesisFields;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -25,7 +26,7 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     let caller = Caller::of(&req);
     let access = AccessRecord::of(&req);
     let bytes = read_body(req, state.config.server.max_body_bytes).await?;
-    let (text, fields, format) = blocking(move || parse_body(&bytes)).await?;
+    let (text, fields, output) = blocking(move || parse_body(&bytes)).await?;
     let voice = super::voices::lookup(&state, &caller, fields.voice.as_deref(), "voice").await?;
     let prep = state.clone();
     let (request, segments) = blocking(move || {
@@ -37,12 +38,13 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     .await?;
     let slot = state.keys.acquire(caller.key)?;
     let whole = segments <= 1 || request.max_frames as usize <= state.config.engine.max_positions;
-    let span = tracing::info_span!("tts", format = %format, segments);
+    let span = tracing::info_span!("tts", format = %output.format, segments);
     let mut handle = state.scheduler.submit(request, span)?;
     if !whole {
-        let mut resp = chunked_body(handle, format, slot, access)?.into_response();
+        let mut resp = chunked_body(handle, &output, slot, access)?.into_response();
         let h = resp.headers_mut();
-        h.insert("content-type", HeaderValue::from_static(format.content_type()));
+        h.insert("content-type", HeaderValue::from_static(output.format.content_type()));
+        h.insert("x-lyre-sample-rate", HeaderValue::from(output.sample_rate));
         h.insert("x-lyre-segments", HeaderValue::from(segments));
         return Ok(resp);
     }
@@ -50,12 +52,12 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     if let Some(a) = &access {
         a.add_frames(clip.codes.len() as u64);
     }
-    let audio = encode_clip(format, &clip.samples, SAMPLE_RATE)
-        .map_err(|e| Failure::new(ErrorCode::EncoderError, e.to_string()))?;
+    let audio = output.encode_clip(&clip.samples).map_err(audio_failure)?;
     drop(slot);
     let mut resp = Body::from(audio).into_response();
     let h = resp.headers_mut();
-    h.insert("content-type", HeaderValue::from_static(format.content_type()));
+    h.insert("content-type", HeaderValue::from_static(output.format.content_type()));
+    h.insert("x-lyre-sample-rate", HeaderValue::from(output.sample_rate));
     h.insert("x-lyre-frames", HeaderValue::from(clip.stats.frames));
     h.insert("x-lyre-finish-reason", HeaderValue::from_static(clip.stats.reason_str()));
     h.insert("x-lyre-ttfa-ms", HeaderValue::from(clip.stats.ttfa_ms.round() as u64));
@@ -67,14 +69,14 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
 }
 
 /// Parses and validates a body, with presets only (no I/O; the fuzz tests call it directly).
-pub fn parse_request(validator: &Validator, bytes: &[u8]) -> Result<(SessionRequest, AudioFormat), ApiError> {
-    let (text, fields, format) = parse_body(bytes)?;
+pub fn parse_request(validator: &Validator, bytes: &[u8]) -> Result<(SessionRequest, OutputSpec), ApiError> {
+    let (text, fields, output) = parse_body(bytes)?;
     let request = validator.build(&fields, Some(&text), TextMode::NonStreaming)?;
-    Ok((request, format))
+    Ok((request, output))
 }
 
-/// The body's text, synthesis fields and format.
-fn parse_body(bytes: &[u8]) -> Result<(String, SynthesisFields, AudioFormat), ApiError> {
+/// The body's text, synthesis fields and output.
+fn parse_body(bytes: &[u8]) -> Result<(String, SynthesisFields, OutputSpec), ApiError> {
     let mut body = JsonObject::parse(bytes)?;
     let text = body.require_string("text")?;
     let format = match body.take_string("format")?.as_deref() {
@@ -83,8 +85,9 @@ fn parse_body(bytes: &[u8]) -> Result<(String, SynthesisFields, AudioFormat), Ap
             f.parse().map_err(|e: crate::audio::AudioError| Failure::invalid("format", e.to_string()))?
         }
     };
+    let output = OutputFields::take(&mut body)?.spec(format)?;
     let fields: SynthesisFields = body.rest()?;
-    Ok((text, fields, format))
+    Ok((text, fields, output))
 }
 
 /// FNV-1a (64-bit, hex) over the clip's codes as little-endian u16s, frame by frame: a

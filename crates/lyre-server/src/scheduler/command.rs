@@ -9,9 +9,20 @@ use super::events::SessionEvent;
 
 pub(crate) enum Command {
     Start(Box<PendingStart>),
-    Text { sid: u64, text: String },
-    EndText { sid: u64 },
-    Cancel { sid: u64 },
+    Text {
+        sid: u64,
+        text: String,
+    },
+    EndText {
+        sid: u64,
+    },
+    /// A flush: the utterance so far ends; later text starts the next one.
+    EndUtterance {
+        sid: u64,
+    },
+    Cancel {
+        sid: u64,
+    },
     Shutdown,
 }
 
@@ -19,6 +30,7 @@ pub(crate) enum Command {
 pub(crate) enum TextOp {
     Append(String),
     End,
+    Flush,
 }
 
 /// A session admitted by the scheduler and waiting for an engine slot.

@@ -4,7 +4,8 @@ use lyre_engine::FinishReason;
 
 use crate::errors::Failure;
 
-/// What a session's stream carries, in order: `Started`, `Frame`*, then `Done` or `Error`.
+/// What a session's stream carries, in order: `Started`, `Frame`* (with a `Flushed` after the
+/// frames of each flush), then `Done` or `Error`.
 #[derive(Debug, Clone)]
 pub enum SessionEvent {
     /// The session got a GPU slot after waiting `queued_ms`.
@@ -12,6 +13,11 @@ pub enum SessionEvent {
         queued_ms: f64,
     },
     Frame(FrameEvent),
+    /// The text before a flush has all been spoken: `frames` since the previous `Flushed` (0
+    /// when the flush had nothing new to speak).
+    Flushed {
+        frames: u32,
+    },
     Done(DoneStats),
     Error(Failure),
 }

@@ -119,6 +119,12 @@ impl SessionHandle {
         self.send(Command::EndText { sid: self.sid })
     }
 
+    /// A flush: the text so far is spoken to its end (then `Flushed` comes), and the session
+    /// waits for more text, which starts its next utterance.
+    pub fn end_utterance(&self) -> Result<(), Failure> {
+        self.send(Command::EndUtterance { sid: self.sid })
+    }
+
     pub fn cancel(&mut self) {
         if !self.finished {
             self.finished = true;

@@ -9,6 +9,9 @@ pub trait SessionEngine {
     /// More text for a session started with streamed text.
     fn append_text(&mut self, id: SessionId, text: &str) -> Result<(), EngineError>;
     fn end_text(&mut self, id: SessionId) -> Result<(), EngineError>;
+    /// A flush: ends the current utterance; true when it had text, whose end a later step
+    /// reports (`StepOutput::flushed`).
+    fn end_utterance(&mut self, id: SessionId) -> Result<bool, EngineError>;
     /// Ends a session now and frees its slot; unknown ids are ignored.
     fn cancel(&mut self, id: SessionId);
     /// Sessions holding a slot.
@@ -30,6 +33,10 @@ impl SessionEngine for Engine {
 
     fn end_text(&mut self, id: SessionId) -> Result<(), EngineError> {
         Engine::end_text(self, id)
+    }
+
+    fn end_utterance(&mut self, id: SessionId) -> Result<bool, EngineError> {
+        Engine::end_utterance(self, id)
     }
 
     fn cancel(&mut self, id: SessionId) {

@@ -18,6 +18,11 @@ pub(super) struct Live {
     pub received: Instant,
     pub first_frame_ms: Option<f64>,
     pub frames: u32,
+    /// Flushes not yet reported, in order: true for one whose text the engine is speaking,
+    /// false for one that had nothing new (reported right after the one before it).
+    pub flushes: std::collections::VecDeque<bool>,
+    /// `frames` at the last `Flushed`.
+    pub frames_at_flush: u32,
 }
 
 #[derive(Default)]
@@ -59,6 +64,10 @@ impl SessionTable {
     }
 
     /// The live session an engine id belongs to.
+    pub fn live_mut(&mut self, sid: u64) -> Option<&mut Live> {
+        self.live.get_mut(&sid)
+    }
+
     pub fn live_by_engine_id(&mut self, id: SessionId) -> Option<(u64, &mut Live)> {
         let sid = *self.by_engine_id.get(&id)?;
         self.live.get_mut(&sid).map(|live| (sid, live))

@@ -146,6 +146,7 @@ impl<E: SessionEngine> Worker<E> {
             Command::Start(start) => self.sessions.enqueue(start),
             Command::Text { sid, text } => self.text_op(sid, TextOp::Append(text)),
             Command::EndText { sid } => self.text_op(sid, TextOp::End),
+            Command::EndUtterance { sid } => self.text_op(sid, TextOp::Flush),
             Command::Cancel { sid } => self.cancel(sid),
             Command::Shutdown => {
                 for sid in self.sessions.live_sids() {
@@ -168,9 +169,34 @@ impl<E: SessionEngine> Worker<E> {
             TextOp::Append(t) => self.engine.append_text(id, &t),
             // The engine holds each utterance to a frame limit in proportion to its text.
             TextOp::End => self.engine.end_text(id),
+            TextOp::Flush => self.engine.end_utterance(id).map(|speaking| self.flush(sid, speaking)),
         };
         if let Err(e) = result {
             self.fail(sid, Failure::from(&e));
+        }
+    }
+
+    /// A flush the engine took: one with text is reported when that text has been spoken; one
+    /// without is reported at once, or right after the flush before it.
+    fn flush(&mut self, sid: u64, speaking: bool) {
+        let Some(live) = self.sessions.live_mut(sid) else { return };
+        if speaking || !live.flushes.is_empty() {
+            live.flushes.push_back(speaking);
+        } else {
+            let _ = live.sink.try_send(SessionEvent::Flushed { frames: 0 });
+        }
+    }
+
+    /// The engine spoke a flush's text to its end: its `Flushed`, and those of the empty
+    /// flushes that came after it.
+    fn flushed(&mut self, sid: u64) {
+        let Some(live) = self.sessions.live_mut(sid) else { return };
+        let frames = live.frames - std::mem::replace(&mut live.frames_at_flush, live.frames);
+        live.flushes.pop_front();
+        let _ = live.sink.try_send(SessionEvent::Flushed { frames });
+        while live.flushes.front() == Some(&false) {
+            live.flushes.pop_front();
+            let _ = live.sink.try_send(SessionEvent::Flushed { frames: 0 });
         }
     }
 
@@ -202,7 +228,16 @@ impl<E: SessionEngine> Worker<E> {
             metrics::histogram!("lyre_queue_wait_seconds").record(queued_ms / 1e3);
             let _ = sink.try_send(SessionEvent::Started { queued_ms });
             span.in_scope(|| tracing::debug!(sid, queued_ms, "session started"));
-            let live = Live { engine_id: id, sink, span, received, first_frame_ms: None, frames: 0 };
+            let live = Live {
+                engine_id: id,
+                sink,
+                span,
+                received,
+                first_frame_ms: None,
+                frames: 0,
+                flushes: Default::default(),
+                frames_at_flush: 0,
+            };
             self.sessions.insert_live(sid, live);
             for op in text_ops {
                 self.text_op(sid, op);
@@ -266,6 +301,9 @@ impl<E: SessionEngine> Worker<E> {
                 Err(mpsc::error::TrySendError::Closed(_)) => return self.cancel(sid),
                 Err(mpsc::error::TrySendError::Full(_)) => return self.drop_slow(sid),
             }
+        }
+        if out.flushed {
+            self.flushed(sid);
         }
         if let Some(reason) = out.finished {
             if reason == FinishReason::GpuFault {

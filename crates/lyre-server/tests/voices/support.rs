@@ -121,6 +121,7 @@ pub fn app_with(model_dir: &Path, voices_dir: &Path, edit: impl FnOnce(&mut Serv
         demo: false,
         voices,
         encoders: Arc::new(Encoders::new(model)),
+        sockets: Arc::new(lyre_server::http::SocketRegistry::new(0, 0)),
     }
 }
 

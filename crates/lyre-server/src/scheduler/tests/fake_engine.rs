@@ -36,6 +36,10 @@ pub struct FakeSession {
     pub text_ended: bool,
     pub frames: u32,
     pub max_frames: u32,
+    /// Words at the last flush, and whether its end is still to be reported (with the next
+    /// frame: the fake speaks a flushed text in one frame).
+    pub flushed_words: usize,
+    pub flush_due: bool,
 }
 
 impl FakeSession {
@@ -87,6 +91,8 @@ impl SessionEngine for FakeEngine {
             text_ended: false,
             frames: 0,
             max_frames: request.max_frames,
+            flushed_words: 0,
+            flush_due: false,
         };
         s.sessions.insert(id, session);
         Ok(id)
@@ -103,6 +109,15 @@ impl SessionEngine for FakeEngine {
         let mut s = self.state();
         s.sessions.get_mut(&id).ok_or(EngineError::UnknownSession(id))?.text_ended = true;
         Ok(())
+    }
+
+    fn end_utterance(&mut self, id: SessionId) -> Result<bool, EngineError> {
+        let mut s = self.state();
+        let session = s.sessions.get_mut(&id).ok_or(EngineError::UnknownSession(id))?;
+        let new_words = session.words.len() > session.flushed_words;
+        session.flushed_words = session.words.len();
+        session.flush_due |= new_words;
+        Ok(new_words)
     }
 
     fn cancel(&mut self, id: SessionId) {
@@ -128,7 +143,7 @@ impl SessionEngine for FakeEngine {
         }
         let mut outs = Vec::new();
         for (&id, session) in s.sessions.iter_mut().filter(|(_, s)| s.has_input()) {
-            let out = |frame, finished| StepOutput { id, frame, finished, logits: None };
+            let out = |frame, finished| StepOutput { id, frame, finished, logits: None, flushed: false };
             if session.label == "fault" {
                 outs.push(out(None, Some(FinishReason::GpuFault)));
             } else if session.streamed && session.text_ended && session.words.is_empty() {
@@ -138,7 +153,8 @@ impl SessionEngine for FakeEngine {
                 session.frames += 1;
                 let frame = Frame { index, segment: 0, codes: [index as u16; 16], pcm: vec![0.0; 4] };
                 let done = (session.frames >= session.max_frames).then_some(FinishReason::MaxFrames);
-                outs.push(out(Some(frame), done));
+                let flushed = std::mem::take(&mut session.flush_due);
+                outs.push(StepOutput { flushed, ..out(Some(frame), done) });
             }
         }
         for o in outs.iter().filter(|o| o.finished.is_some()) {

@@ -64,6 +64,28 @@ fn streamed_text_waits_with_its_session() {
     assert!(session.text_ended);
 }
 
+/// A flush is reported after the frame that speaks its text, with the frames since the last
+/// one; a flush with nothing new is reported at once, or right after the one before it.
+#[test]
+fn flushes_are_reported_in_order_after_their_frames() {
+    let mut h = harness(1, 1);
+    let mut a = h.submit(streamed(100));
+    h.turn();
+    a.end_utterance().unwrap();
+    h.turn();
+    assert_eq!(seen(&mut a), [Seen::Started, Seen::Flushed(0)], "nothing to speak yet");
+    a.append_text("one two".into()).unwrap();
+    a.end_utterance().unwrap();
+    a.end_utterance().unwrap();
+    h.turn();
+    assert_eq!(seen(&mut a), [Seen::Frame(0), Seen::Flushed(1), Seen::Flushed(0)]);
+    h.turn();
+    a.append_text("three".into()).unwrap();
+    a.end_utterance().unwrap();
+    h.turn();
+    assert_eq!(seen(&mut a), [Seen::Frame(1), Seen::Frame(2), Seen::Flushed(2)]);
+}
+
 /// Draining refuses new sessions but lets the admitted ones, live and queued, run to the end.
 #[test]
 fn drain_finishes_live_and_queued_sessions() {

@@ -93,6 +93,7 @@ fn request(text: TextInput, mode: TextMode, max_frames: u32) -> SessionRequest {
 enum Seen {
     Started,
     Frame(u32),
+    Flushed(u32),
     Done {
         frames: u32,
         reason: FinishReason,
@@ -109,6 +110,7 @@ fn seen(handle: &mut SessionHandle) -> Vec<Seen> {
         out.push(match ev {
             Some(SessionEvent::Started { .. }) => Seen::Started,
             Some(SessionEvent::Frame(f)) => Seen::Frame(f.index),
+            Some(SessionEvent::Flushed { frames }) => Seen::Flushed(frames),
             Some(SessionEvent::Done(d)) => Seen::Done { frames: d.frames, reason: d.reason },
             Some(SessionEvent::Error(f)) => Seen::Error(f.code),
             None => Seen::Closed,
