@@ -51,31 +51,31 @@ def test_refusals_raise_lyre_errors_naming_the_field(server):
 
 
 def test_realtime_contexts_stream_flush_and_cancel(server):
+    # Each utterance ends at its own limit (the fixture model never says EOS). That a flushed
+    # utterance equals the same text alone is the server's promise (tests/e2e/test_contexts.py);
+    # here, that the client reads contexts, flushes and cancels as sent.
     async def go():
         async with LyreClient(server.url) as lyre:
-            # Each utterance ends at its own limit (the fixture model never says EOS).
-            whole = await lyre.tts("One two three.", voice="ryan", format="pcm", sample_rate=16000,
-                                   text_mode="streaming", seed=5)
             async with await lyre.realtime() as rt:
-                talk = await rt.open_context("talk", voice="ryan", sample_rate=16000, seed=5)
                 other = await rt.open_context("other", voice="vivian", text=TEXT, **{**FIELDS, "max_frames": 400})
-                await talk.send_text("One two ")
-                await talk.send_text("three.")
+                talk = await rt.open_context("talk", voice="ryan", sample_rate=16000, seed=5)
+                events = [await other.next_event(), await other.next_event()]
+                await other.cancel()
+                events += [e async for e in other]
+                await talk.send_text("One ")
+                await talk.send_text("two.")
                 await talk.flush()
                 first, flushed = await talk.flushed_audio()
-                await other.cancel()
-                events = [e async for e in other]
-                await talk.send_text("Four.")
+                await talk.send_text("Three.")
                 await talk.end()
                 second, done = await talk.audio()
-                return whole, talk, first, flushed, events, second, done
-    whole, talk, first, flushed, events, second, done = run(go())
+                return talk, first, flushed, events, second, done
+    talk, first, flushed, events, second, done = run(go())
     assert isinstance(talk.started, Started) and talk.started.bytes_per_frame == 2560
-    assert isinstance(flushed, Flushed) and flushed.frames == whole.frames
-    # The flushed utterance is the same text as one request; the resampler's 10 ms tail stays in
-    # the stream (it ends the stream, after the last utterance).
-    assert first == whole.audio[:len(first)] and len(first) == whole.frames * 2560
+    assert isinstance(flushed, Flushed) and len(first) == flushed.frames * 2560 > 0
+    assert isinstance(events[0], Started) and isinstance(events[1], Audio)
     assert type(events[-1]).__name__ == "Cancelled"
-    assert all(isinstance(e, (Audio, Started)) for e in events[:-1])
+    assert all(isinstance(e, Audio) for e in events[1:-1])
+    # The resampler's 10 ms tail ends the stream, after the last utterance.
     assert isinstance(done, Done) and done.frames > flushed.frames
     assert len(second) == (done.frames - flushed.frames) * 2560 + 320
