@@ -92,7 +92,7 @@ def test_flush_speaks_the_text_so_far_and_keeps_the_context_for_the_next_utteran
     # No frame limit: each utterance ends at its own (5 s + 1 s per text token; the fixture model
     # never says EOS), as `max_frames` counts the frames of all of a context's utterances.
     start = {"voice": "ryan", "seed": 9}
-    first, second = "Hello world, this is", " the second part."
+    first, second = "Hello world,", " bye."
 
     async def go(fmt):
         async with websockets.connect(server.ws_url, subprotocols=["lyre"], max_size=None) as ws:
@@ -125,10 +125,10 @@ def test_an_opus_stream_across_a_flush_is_one_file(server, tmp_path):
     async def go():
         async with websockets.connect(server.ws_url, subprotocols=["lyre"], max_size=None) as ws:
             await ws.send(json.dumps({"type": "start", "format": "opus", "voice": "ryan", "seed": 2,
-                                      "text": "One two three."}))
+                                      "text": "One."}))
             await ws.send(json.dumps({"type": "flush"}))
             part1 = await collect(ws, lambda m: m["type"] == "flushed")
-            await ws.send(json.dumps({"type": "text", "text": "Four five six."}))
+            await ws.send(json.dumps({"type": "text", "text": "Two."}))
             await ws.send(json.dumps({"type": "end"}))
             part2 = await collect(ws, lambda m: m["type"] == "done")
             return part1 + part2
