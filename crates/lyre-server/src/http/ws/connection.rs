@@ -6,17 +6,26 @@ use std::time::{Duration, Instant};
 use axum::extract::ws::{Message, WebSocket};
 use futures_util::{SinkExt, StreamExt};
 
+use super::super::access_log::AccessRecord;
 use super::super::auth::Caller;
+use super::super::listener::ConnectionSlot;
 use super::super::sockets::SocketSlot;
 use super::super::AppState;
 use super::context::{Context, Fate, Outgoing};
-use super::{close_code, close_with, json_message, send, unreadable, Held, Sink};
+use super::wire::{close_code, close_with, json_message, send, unreadable, Sink};
 use crate::errors::{ErrorCode, Failure};
 use crate::protocol::{
     parse_client_message, ClientMessage, ServerMessage, StartMessage, DEFAULT_CONTEXT_ID,
     MAX_CONTEXT_ID_CHARS,
 };
 use crate::scheduler::SessionEvent;
+
+/// What the upgraded request hands over to its socket: its access line (written when the socket
+/// closes) and its place under `server.max_connections`.
+pub(super) struct Held {
+    pub access: Option<AccessRecord>,
+    pub _slot: Option<ConnectionSlot>,
+}
 
 pub(super) struct Connection {
     state: AppState,
@@ -36,7 +45,7 @@ pub(super) struct Connection {
     _slot: SocketSlot,
 }
 
-pub(super) enum Flow {
+enum Flow {
     Continue,
     Close,
 }
@@ -69,7 +78,10 @@ impl Connection {
             let flow = tokio::select! {
                 msg = stream.next() => match msg {
                     Some(Ok(msg)) => self.on_client(msg, &mut sink).await,
-                    Some(Err(e)) => unreadable(e, &mut sink).await,
+                    Some(Err(e)) => {
+                        unreadable(e, &mut sink).await;
+                        Flow::Close
+                    }
                     None => Flow::Close,
                 },
                 (i, ev) = next_event(&mut self.contexts) => self.on_event(i, ev, &mut sink).await,
