@@ -30,8 +30,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 section "cargo test"
 cargo test --workspace --locked
 section "parity and decoder again with the GPU kernels forced on (subgroup mat-vec, attention and RoPE; persistent layers (one workgroup) at one row, heads split into up to 4 parts from 8 keys; few-rows matmuls at 2-8 rows, GEMMs above; GEMM convs at every row count)"
-# The [engine.tuning] keys (docs/kernels.md), as LYRE_ENGINE_TUNING_* variables. --workspace keeps
-# the first run's feature set, so nothing is rebuilt; the kernel tests, the frame-by-frame decode
+# The [engine.tuning] keys (docs/kernels.md), as LYRE_ENGINE_TUNING_* variables, on the test
+# binaries the run above built (run directly: `cargo test --test parity` alone would resolve the
+# workspace's features differently and rebuild). The kernel tests, the frame-by-frame decode
 # (kernel-level ring tests cover the GEMM's history reads) and the decoder's batched-vs-alone test
 # (80 s here; the GEMM conv tests straddle sessions, and the engine's batched = solo parity test
 # reruns) and the long-text segment tests (seams are engine logic, and they take 7 minutes with
@@ -39,15 +40,28 @@ section "parity and decoder again with the GPU kernels forced on (subgroup mat-v
 forced=(MATMUL=subgroup PERSISTENT=on PERSISTENT_GROUPS=1 ATTENTION_CHUNKS=4 ATTENTION_CHUNK_KEYS=4
   GEMM=on GEMM_MIN_ROWS=1 FEW_ROWS=on FEW_ROWS_MIN_ROWS=2 FEW_ROWS_MIN_COLS=1
   CONV_GEMM_MIN_ROWS=1 CONV_GEMM_MIN_COLS=1 CONV_GEMM_MIN_TILES=0)
-env "${forced[@]/#/LYRE_ENGINE_TUNING_}" \
-  cargo test --locked --workspace --test parity --test decoder -- --skip kernels:: \
-  --skip streaming::frame_by_frame --skip streaming::batched_sessions_equal_each_session_alone \
-  --skip segments::
+test_binary() {
+  cargo test --workspace --locked --no-run --message-format=json 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == sys.argv[1] and m.get("executable"):
+        print(m["executable"])' "$1"
+}
+for name in decoder parity; do
+  binary="$(test_binary "$name")"
+  [ -x "$binary" ] || { echo "error: no test binary for $name" >&2; exit 1; }
+  echo "-- $name: $binary"
+  (cd crates/lyre-engine && env "${forced[@]/#/LYRE_ENGINE_TUNING_}" "$binary" --skip kernels:: \
+    --skip streaming::frame_by_frame --skip streaming::batched_sessions_equal_each_session_alone \
+    --skip segments::)
+done
 
 if [ -d tests/e2e ]; then
   section "end-to-end client tests"
   python3 -m pip install -q --disable-pip-version-check -r tests/e2e/requirements.txt
-  cargo build --locked -p lyre-server
+  # `cargo test --workspace` built the server binary for its integration tests.
+  [ -x target/debug/lyre ] || cargo build --locked --workspace
   LYRE_BIN="$PWD/target/debug/lyre" python3 -m pytest -q tests/e2e
 fi
 # Further suites (reliability, deployment, browser, ...): one script each, run in name order.

@@ -10,5 +10,5 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! dpkg -s postgresql >
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null
 fi
 python3 -m pip install -q --disable-pip-version-check -r tests/e2e/requirements.txt
-cargo test --locked -p lyre-server --test hostile_input
+# (The Rust half, crates/lyre-server/tests/hostile_input.rs, runs with the workspace's tests.)
 LYRE_BIN="${LYRE_BIN:-$PWD/target/debug/lyre}" python3 -m pytest -q -o faulthandler_timeout=600 tests/reliability

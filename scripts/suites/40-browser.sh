@@ -21,7 +21,7 @@ for tool in node npm; do
   command -v "$tool" >/dev/null || { echo "error: $tool is needed for the browser tests" >&2; exit 1; }
 done
 
-cargo build --locked -q -p lyre-server
+[ -x target/debug/lyre ] || cargo build --locked -q -p lyre-server
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/lyre-xdg}"
 mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 

@@ -84,7 +84,7 @@ fn gemm_variants(env: &Env, matmul: &Matmul, rows: u32) -> Result<Vec<Variant>, 
     let mut out = Vec::new();
     let coop = env.ctx.has_coop_f16();
     for tile in [GemmTile::ROWS_16, GemmTile::ROWS_32, GemmTile::ROWS_64, GemmTile::ROWS_128] {
-        if tile.rows() > 2 * rows.max(16) || matmul.k % tile.bk != 0 {
+        if tile.rows() > 2 * rows.max(16) || !matmul.k.is_multiple_of(tile.bk) {
             continue;
         }
         let wide = (tile == GemmTile::ROWS_64).then_some(GemmTile::COOP_WIDE);

@@ -93,7 +93,7 @@ impl RopeWrap {
 
     /// Whether `frame` is the first of a period (its step must rotate the slot's keys first).
     pub fn starts_period(&self, frame: u32) -> bool {
-        frame >= self.table && (frame - self.table) % self.period == 0
+        frame >= self.table && (frame - self.table).is_multiple_of(self.period)
     }
 }
 

@@ -92,14 +92,14 @@ impl DecoderShape {
                 format!("Lyre decodes {BOOKS} codebooks, found {}", self.books),
             ));
         }
-        if self.codebook_size == 0 || self.book_dim == 0 || self.codebook_dim % 2 != 0 {
+        if self.codebook_size == 0 || self.book_dim == 0 || !self.codebook_dim.is_multiple_of(2) {
             return Err(bad("codebook_dim", format!("{} is not a positive even width", c.codebook_dim)));
         }
         let h = self.heads;
-        if h.n_kv_heads == 0 || h.n_heads % h.n_kv_heads != 0 {
+        if h.n_kv_heads == 0 || !h.n_heads.is_multiple_of(h.n_kv_heads) {
             return Err(bad("num_key_value_heads", format!("{} does not divide the heads", h.n_kv_heads)));
         }
-        if h.head_dim == 0 || h.head_dim % 4 != 0 || h.head_dim as usize > MAX_HEAD_DIM {
+        if h.head_dim == 0 || !h.head_dim.is_multiple_of(4) || h.head_dim as usize > MAX_HEAD_DIM {
             return Err(bad("head_dim", format!("{} is not a multiple of 4 ≤ {MAX_HEAD_DIM}", h.head_dim)));
         }
         if self.window == 0 {

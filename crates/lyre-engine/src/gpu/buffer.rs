@@ -13,7 +13,7 @@ impl GpuContext {
     /// A storage buffer holding `bytes` (padded to a multiple of 4).
     pub fn storage_from_bytes(&self, label: &str, bytes: &[u8]) -> Result<wgpu::Buffer> {
         self.check_size(label, bytes.len() as u64)?;
-        let buffer = if bytes.len() % 4 == 0 && !bytes.is_empty() {
+        let buffer = if bytes.len().is_multiple_of(4) && !bytes.is_empty() {
             self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(label),
                 contents: bytes,

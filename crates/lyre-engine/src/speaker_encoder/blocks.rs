@@ -72,7 +72,7 @@ impl SeRes2NetBlock {
         scale: usize,
         se_channels: usize,
     ) -> Result<Self> {
-        if scale == 0 || out % scale != 0 {
+        if scale == 0 || !out.is_multiple_of(scale) {
             return Err(EngineError::Config {
                 path: w.path().to_path_buf(),
                 field: "speaker_encoder_config.enc_res2net_scale".into(),

@@ -68,7 +68,7 @@ impl SpeechEncoder {
         let seanet = Seanet::load(&w, c)?;
         let transformer = Transformer::load(&w, c)?;
         let hop = seanet.hop();
-        if hop == 0 || st.encode_downsample_rate % hop != 0 {
+        if hop == 0 || !st.encode_downsample_rate.is_multiple_of(hop) {
             return Err(top_error(config_path, "encode_downsample_rate", format!("not a multiple of {hop}")));
         }
         // MimiModel adds `downsample` (kernel 2·factor, stride 2, replicate, no bias) only when

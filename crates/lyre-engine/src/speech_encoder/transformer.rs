@@ -64,7 +64,7 @@ pub(super) struct Transformer {
 impl Transformer {
     pub(super) fn load(w: &Loader<'_>, c: &MimiEncoderConfig) -> Result<Self> {
         let (h, d) = (c.hidden_size, c.head_dim);
-        if c.num_key_value_heads == 0 || c.num_attention_heads % c.num_key_value_heads != 0 {
+        if c.num_key_value_heads == 0 || !c.num_attention_heads.is_multiple_of(c.num_key_value_heads) {
             return Err(w.config_error("num_key_value_heads", "must divide num_attention_heads".into()));
         }
         if d == 0 || d % 2 != 0 {

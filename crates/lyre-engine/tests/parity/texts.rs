@@ -136,7 +136,7 @@ fn next_bool(state: &mut u64) -> bool {
     *state ^= *state << 13;
     *state ^= *state >> 7;
     *state ^= *state << 17;
-    *state % 3 == 0
+    (*state).is_multiple_of(3)
 }
 
 fn request(case: &serde_json::Value, engine: &Engine, text: TextInput) -> SessionRequest {

@@ -40,7 +40,7 @@ impl Progress {
         }
         self.frames += 1;
         if let Some(bar) = &self.bar {
-            if self.frames % 12 == 0 {
+            if self.frames.is_multiple_of(12) {
                 bar.set_message(self.speed());
             }
         }

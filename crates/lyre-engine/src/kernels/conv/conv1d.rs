@@ -95,7 +95,7 @@ pub fn pack_conv_transpose(
     k: usize,
     stride: usize,
 ) -> Result<(ConvShape, Vec<f32>)> {
-    if stride == 0 || k % stride != 0 {
+    if stride == 0 || !k.is_multiple_of(stride) {
         return Err(EngineError::Gpu(format!(
             "transposed conv kernel {k} is not a multiple of stride {stride}"
         )));

@@ -96,7 +96,7 @@ impl Conv1d<'_> {
     fn grid(&self, out_threads: u32, rows_per_group: u32) -> Result<(u32, Grid)> {
         let x = Extent::Fixed(check_groups(self.label, self.conv.shape.cols().div_ceil(out_threads))?);
         let t = self.rows_in.max(1);
-        if t < rows_per_group && rows_per_group % t == 0 {
+        if t < rows_per_group && rows_per_group.is_multiple_of(t) {
             let y = Extent::Rows { count: RowCount::Sessions, per_group: rows_per_group / t };
             return Ok((rows_per_group, Grid { x, y, z: Extent::Fixed(1) }));
         }

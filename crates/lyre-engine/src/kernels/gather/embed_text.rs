@@ -38,7 +38,7 @@ pub struct EmbedText<'a> {
 
 impl EmbedText<'_> {
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
-        if self.chunks.is_empty() || self.chunks.len() > MAX_CHUNKS || self.dim % 2 != 0 {
+        if self.chunks.is_empty() || self.chunks.len() > MAX_CHUNKS || !self.dim.is_multiple_of(2) {
             return Err(EngineError::Gpu(format!(
                 "text embedding: {} chunks of width {} (1..={MAX_CHUNKS} chunks, even width)",
                 self.chunks.len(),

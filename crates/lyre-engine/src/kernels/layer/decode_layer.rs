@@ -157,10 +157,10 @@ impl DecodeLayer<'_> {
         let h = self.heads;
         let fits = self.sync.groups > 0
             && RopeKernel::fits(size, h.head_dim)
-            && self.hidden % 8 == 0
+            && self.hidden.is_multiple_of(8)
             // C and E split their rows in halves of whole 16-byte loads.
-            && h.q_width() % 16 == 0
-            && self.inter % 16 == 0
+            && h.q_width().is_multiple_of(16)
+            && self.inter.is_multiple_of(16)
             && workgroup_bytes(h, self.hidden, self.inter) <= ctx.limits.max_compute_workgroup_storage_size
             && ctx.limits.max_storage_buffers_per_shader_stage >= STORAGE_BINDINGS;
         if !fits {

@@ -29,7 +29,7 @@ pub(super) fn dispatch(
     (quads, split, cpt): (u32, u32, u32),
 ) -> Result<Dispatch> {
     let valid = [1, 2, 4, 8].contains(&quads) && [1, 2, 4, 8].contains(&split) && [1, 2].contains(&cpt);
-    if site.k % 8 != 0 || !valid {
+    if !site.k.is_multiple_of(8) || !valid {
         return Err(EngineError::Gpu(format!(
             "matmul `{}`: the few-rows kernel needs k % 8 == 0 (k = {}), 1, 2, 4 or 8 row quads and \
              K parts, and 1 or 2 columns per thread (got {quads}, {split}, {cpt})",

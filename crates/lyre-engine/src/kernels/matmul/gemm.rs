@@ -54,7 +54,11 @@ pub(super) fn dispatches(
     tile: GemmTile,
     split: u32,
 ) -> Result<Vec<Dispatch>> {
-    if site.k % tile.bk != 0 || !tile.is_known() || split == 0 || (tile.coop && !env.ctx.has_coop_f16()) {
+    if !site.k.is_multiple_of(tile.bk)
+        || !tile.is_known()
+        || split == 0
+        || (tile.coop && !env.ctx.has_coop_f16())
+    {
         return Err(EngineError::Gpu(format!(
             "matmul `{}`: the GEMM needs k ({}) to be a multiple of its chunk, one of the tiles of \
              GemmTile::ALL ({tile:?}; cooperative ones where the adapter has them) and a split of \

@@ -63,7 +63,7 @@ impl Matmul<'_> {
             ),
             MatmulKernel::Matvec { size, split } => {
                 let per_group = SG_THREADS / size / split;
-                if self.k % 8 != 0 || per_group == 0 || SG_THREADS % (size * split) != 0 {
+                if !self.k.is_multiple_of(8) || per_group == 0 || !SG_THREADS.is_multiple_of(size * split) {
                     return Err(EngineError::Gpu(format!(
                         "matmul `{}`: the mat-vec kernel needs k % 8 == 0 (k = {}) and {split} \
                          subgroups of {size} per column to fit a workgroup",

@@ -86,7 +86,7 @@ impl Matmul<'_> {
     /// Checks the shapes and fills the parameters and the buffers bound from binding 2 on
     /// (weight, bias, x, y, gamma).
     pub(super) fn prepare<'b>(&'b self, env: &'b Env) -> Result<(Params, [&'b wgpu::Buffer; 5])> {
-        if self.k % 4 != 0 || self.x.stride % 4 != 0 || self.x.offset % 4 != 0 {
+        if !self.k.is_multiple_of(4) || !self.x.stride.is_multiple_of(4) || !self.x.offset.is_multiple_of(4) {
             return Err(EngineError::Gpu(format!(
                 "matmul `{}`: k ({}), input stride and offset must be multiples of 4",
                 self.label, self.k

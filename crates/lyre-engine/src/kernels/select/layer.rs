@@ -16,7 +16,7 @@ pub enum AttentionKernel {
 
 impl AttentionKernel {
     pub fn fits(subgroup_size: u32, head_dim: u32) -> bool {
-        head_dim % subgroup_size == 0 && head_dim / subgroup_size <= SG_MAX_DIMS_PER_LANE
+        head_dim.is_multiple_of(subgroup_size) && head_dim / subgroup_size <= SG_MAX_DIMS_PER_LANE
     }
 }
 
@@ -41,7 +41,7 @@ pub enum RopeKernel {
 impl RopeKernel {
     /// Whether `head_dim` splits into an even number of at most 8 dims per lane.
     pub fn fits(subgroup_size: u32, head_dim: u32) -> bool {
-        head_dim % (2 * subgroup_size) == 0 && head_dim / subgroup_size <= 8
+        head_dim.is_multiple_of(2 * subgroup_size) && head_dim / subgroup_size <= 8
     }
 }
 

@@ -153,7 +153,7 @@ impl KernelChoice {
     /// kernels run and `k % 8 == 0` (unless `tuning.matvec` is off).
     pub fn matmul_base(&self, n: u32, k: u32) -> MatmulKernel {
         match self.matmul_family() {
-            MatmulKernel::Subgroup { size } if k % 8 == 0 && self.tuning.matvec => {
+            MatmulKernel::Subgroup { size } if k.is_multiple_of(8) && self.tuning.matvec => {
                 MatmulKernel::Matvec { size, split: self.matvec_split(n, k, size) }
             }
             kernel => kernel,
@@ -229,14 +229,14 @@ impl KernelChoice {
         let max_split = self.tuning.gemm_max_split.max(1);
         let large = GemmTile::named(self.tuning.gemm_large_tile);
         let mut out = Vec::new();
-        for l in levels_with(large).iter().filter(|l| l.max_rows >= from && k % l.tile.bk == 0) {
+        for l in levels_with(large).iter().filter(|l| l.max_rows >= from && k.is_multiple_of(l.tile.bk)) {
             let split = gemm_split(l, n, k, partials, max_split);
             let first = l.min_rows.max(from);
             // The level's cooperative form and the first row count it takes, where it has one.
             let coop = coop_from
                 .filter(|&c| c <= l.max_rows)
                 .map(|c| (self.coop_tile(l.tile), first.max(c)))
-                .filter(|(t, _)| k % t.bk == 0);
+                .filter(|(t, _)| k.is_multiple_of(t.bk));
             if coop.is_none_or(|(_, coop_first)| first < coop_first) {
                 out.push((first, MatmulKernel::Gemm { tile: l.tile, split }));
             }
@@ -263,7 +263,7 @@ impl KernelChoice {
     /// Whether an `n × k` matmul takes the few-rows kernel at all: `k % 8 == 0` and at least
     /// `tuning.few_rows_min_cols` output columns.
     fn few_rows_takes(&self, n: u32, k: u32) -> bool {
-        k % 8 == 0 && n >= self.tuning.few_rows_min_cols
+        k.is_multiple_of(8) && n >= self.tuning.few_rows_min_cols
     }
 
     /// The few-rows levels: ticks of up to 4 rows take one row quad, 5..=8 two, 9..=16 four,
