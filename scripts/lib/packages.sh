@@ -12,11 +12,17 @@ LYRE_BUILD_PACKAGES=(pkg-config libsoxr-dev)
 # Ogg Opus output), postgresql (the voice store's PostgreSQL tests start throw-away clusters of it).
 LYRE_TEST_PACKAGES=(sox opus-tools postgresql)
 
+# Whether dpkg has the package installed (`dpkg -s` also succeeds for one removed with its
+# configuration files left behind).
+lyre_has_package() {
+  [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
+
 # Prints the packages among "$@" that dpkg does not have installed.
 lyre_missing_packages() {
   local pkg
   for pkg in "$@"; do
-    dpkg -s "$pkg" >/dev/null 2>&1 || printf '%s\n' "$pkg"
+    lyre_has_package "$pkg" || printf '%s\n' "$pkg"
   done
 }
 

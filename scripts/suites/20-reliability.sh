@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # The voice-store fault tests start throw-away PostgreSQL clusters (tests/e2e/postgres.py).
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! dpkg -s postgresql >/dev/null 2>&1; then
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && [ "$(dpkg-query -W -f='${Status}' postgresql 2>/dev/null)" != "install ok installed" ]; then
   echo "== installing postgresql"
   apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 # nginx in front of the replicas; PostgreSQL for the voices they share (a throw-away cluster).
 need=()
 for pkg in nginx postgresql; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+  [ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" = "install ok installed" ] || need+=("$pkg")
 done
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && [ ${#need[@]} -gt 0 ]; then
   echo "== installing ${need[*]}"

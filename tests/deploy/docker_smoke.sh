@@ -27,7 +27,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 [ -d "$FIXTURE" ] || fail "no fixture model at $FIXTURE (set LYRE_SHARED)"
 
 need=()
-for pkg in docker.io debootstrap curl; do dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg"); done
+for pkg in docker.io debootstrap curl; do [ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" = "install ok installed" ] || need+=("$pkg"); done
 if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]}"
   apt-get update -qq >/dev/null
