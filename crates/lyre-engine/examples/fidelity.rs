@@ -8,7 +8,9 @@
 //! cargo run --release --example fidelity -- MODEL_DIR CASE_DIR OUT.safetensors [--kv-cache f16] [--batch 48]
 //! ```
 //! `CASE_DIR/case.json` is what `scripts/fidelity/official.py` wrote (text, speaker, language,
-//! prompt ids, codes).
+//! prompt ids, codes). With `FIDELITY_PREFILL=PATH` it writes instead the talker's inputs for
+//! the prompt's rows (`PATH`, f32 rows × hidden) and the talker's final-norm hidden state over
+//! them (`PATH.hidden`), to compare with the official model's `inputs_embeds` and layers.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -85,12 +87,24 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         max_sessions: batch.max(1),
         max_positions: ids.len() + frames + 64,
         max_rows_per_tick: batch.max(1) * (ids.len() + 64),
+        // One utterance, as the official model speaks it: no segment may cut the text.
+        segment_tokens: ids.len(),
         capture_logits: true,
         kv_cache,
         tuning,
         ..EngineOptions::default()
     };
     let mut engine = Engine::new(gpu.clone(), model.clone(), opts)?;
+    if let Ok(path) = std::env::var("FIDELITY_PREFILL") {
+        let req = request(&case, &case.text, SamplingParams::from_generation_config(&model.generation, 0), 1);
+        let (rows, _) = engine.prompt_for(&req)?;
+        let embeds = engine.probe_input_rows(&rows)?;
+        std::fs::write(&path, bytemuck::cast_slice(&embeds))?;
+        let (hidden, _) = engine.probe_talker(0, 0, &embeds)?;
+        std::fs::write(format!("{path}.hidden"), bytemuck::cast_slice(&hidden))?;
+        eprintln!("wrote {} prompt rows' talker inputs to {path}", rows.len());
+        return Ok(());
+    }
     eprintln!("{} on {}, {kv_cache:?} KV cache, {frames} frames", model.describe(), gpu.info.name);
     let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
     let alone = trace(&mut engine, &case, true, 0)?;
