@@ -86,11 +86,23 @@ def main(out):
         "server_1.7b": server(out),
         "fidelity": {"0.6b_min_cosine": fid.get("0.6b_min_cosine"), "1.7b_min_cosine": fid.get("1.7b_min_cosine")},
     }
+    if not measured({k: new[k] for k in ("engine", "peers", "server_1.7b", "fidelity")}):
+        # A run that measured nothing (the kernel tests) leaves the summary as it was.
+        new.update(card=prev.get("card"), date=prev.get("date"), commit=prev.get("commit"))
     merged = merge(prev, new)
     merged["server_1.7b"] = merged.get("server_1.7b") or []
     with open(os.path.join(out, "latest.json"), "w") as f:
         json.dump(merged, f, indent=2)
     print(json.dumps(merged))
+
+
+def measured(figures):
+    """Whether any figure in this nest of dicts and lists is there (not null, not empty)."""
+    if isinstance(figures, dict):
+        return any(measured(v) for v in figures.values())
+    if isinstance(figures, list):
+        return bool(figures)
+    return figures is not None
 
 
 def merge(old, new):

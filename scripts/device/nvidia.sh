@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark driver for an NVIDIA GPU host (H100, H200: Vulkan through the NVIDIA driver). Run
 # from the checkout root there, with `.gl` and `.dev` carried (and `.whl` for the official and
-# peer baselines); scripts/device/prepare.sh fills them here. Results go to $OUT.
+# peer baselines); scripts/device/prepare.sh fills them here. Results go to $OUT as two files.
 #   nvidia.sh tests     the kernel tests (CPU references) on the GPU
 #   nvidia.sh engine    `lyre bench`: 0.6B and 1.7B CustomVoice at BATCHES (1,8,32,64,256), per-dispatch
 #                       profiles at 8/32/64, the KV cache in f32/f16 and attention split/unsplit
@@ -10,18 +10,28 @@
 #                       --rates RATES over the WebSocket, then streaming POST /v1/audio/speech)
 #   nvidia.sh peers     the official implementation's CUDA-graph loop, faster-qwen3-tts and
 #                       faster-qwen3-tts-batch (scripts/device/peers.py) on the same checkpoints
-#   nvidia.sh faster    the two faster-qwen3-tts packages alone
+#   nvidia.sh faster    the two faster-qwen3-tts packages and Lyre on their checkpoints (no official loop)
 #   nvidia.sh fidelity  Lyre against the official implementation at real size (scripts/fidelity/)
 #   nvidia.sh profile   per-dispatch GPU timestamps of 0.6B at BATCHES (8,32,64)
+#   nvidia.sh sweep     0.6B at BATCHES (1,8,32,64) under each [engine.tuning] variant of
+#                       scripts/device/sweep.txt, against the defaults run first and last
 #   nvidia.sh ab        .dev/lyre against .dev/lyre-b (another build, put there by hand)
 # Every mode ends by writing $OUT/latest.json (scripts/device/latest.py) from what it measured,
-# and everything lands in $OUT/results.tgz, saved after each step.
+# and everything else lands in $OUT/results.tgz, saved after each step. The files themselves are
+# written in a work folder: the device tool brings back only a few files from $OUT, so a run cut
+# off by its time limit must not leave dozens there.
 # Several modes run in order in one call: `nvidia.sh engine peers`.
 set -uo pipefail
 MODES=("${@:-engine}")
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done
+DEST=${OUT:-/tmp/out}
+OUT=/tmp/lyre-run
+export OUT
+rm -rf "$OUT" && mkdir -p "$OUT" "$DEST"
+for f in .gl/*.deb; do
+  # libgomp (libsoxr's OpenMP) only where the host has none: never replace a newer one.
+  case $f in *libgomp1_*) ls /usr/lib/x86_64-linux-gnu/libgomp.so.1 >/dev/null 2>&1 && continue ;; esac
+  dpkg -x "$f" /
+done
 ldconfig
 # Binaries may travel xz-compressed (the carried tree is capped at 64 MiB).
 for f in .dev/*.xz; do
@@ -56,7 +66,8 @@ get() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.
 
 save() {
   python3 scripts/device/latest.py "$OUT" > "$OUT/latest.log" 2>&1 || tail -3 "$OUT/latest.log"
-  tar -C "$OUT" --exclude results.tgz -czf /tmp/results.tgz . && mv /tmp/results.tgz "$OUT/results.tgz"
+  tar -C "$OUT" -czf "$DEST/results.tgz.part" . && mv "$DEST/results.tgz.part" "$DEST/results.tgz"
+  cp "$OUT/latest.json" "$DEST/" 2>/dev/null
 }
 
 wheels() { # wheels DIR PATTERN...: install the carried wheels matching PATTERNs into DIR
@@ -95,10 +106,16 @@ official() { # the official implementation's CUDA-graph loop (bench_qwen.py's se
 
 peers() { # faster-qwen3-tts (0.6B CustomVoice) and faster-qwen3-tts-batch (0.6B Base)
   [ -n "$(ls .whl/faster_qwen3_tts-*.whl 2>/dev/null)" ] || { log "no peer wheels"; return; }
-  wheels /tmp/site-peers 'faster_qwen3_tts-*.whl' 'faster_qwen3_tts_batch-*.whl' 'qwen_tts_hf-*.whl' 'soundfile-*.whl' \
+  # faster-qwen3-tts 0.5.4 runs on the machine's transformers 5.x with qwen-tts-hf; the batch
+  # package drives transformers 4.57's static cache, so it runs beside the official package with
+  # the last faster-qwen3-tts for transformers 4 (0.3.2).
+  wheels /tmp/site-peers 'faster_qwen3_tts-0.5.4-*.whl' 'qwen_tts_hf-*.whl' 'soundfile-*.whl' 'soxr-*.whl' \
     'cffi-*.whl' 'pycparser-*.whl'
-  local pp=/tmp/site-peers
-  for m in faster:/tmp/m06 batched:/tmp/m06b; do
+  official_site
+  wheels /tmp/site-batch 'faster_qwen3_tts-0.3.2-*.whl' 'faster_qwen3_tts_batch-*.whl'
+  for m in ${PEER_MODES:-faster:/tmp/m06 batched:/tmp/m06b}; do
+    local pp=/tmp/site-peers
+    [ "${m%%:*}" = batched ] && pp=/tmp/site-batch:/tmp/site-official
     log "peer ${m%%:*}"
     PYTHONPATH=$pp timeout 300 python3 scripts/device/peers.py "${m%%:*}" "${m#*:}" "$OUT/peer-${m%%:*}.json" \
       > "$OUT/peer-${m%%:*}.log" 2>&1
@@ -115,8 +132,12 @@ server() { # server DIR: lyre serve under open-loop load
   LYRE_ENGINE_MAX_SESSIONS=${SESSIONS:-128} LYRE_ENGINE_MAX_POSITIONS=${POSITIONS:-1024} LYRE_ENGINE_MAX_QUEUE=512 LYRE_LIMITS_MAX_BUFFERED_FRAMES=4096 \
     .dev/lyre serve --model-dir "$dir" --listen 127.0.0.1:$port > "$OUT/server.log" 2>&1 &
   local pid=$!
-  for _ in $(seq 240); do get localhost:$port/readyz >/dev/null 2>&1 && break; sleep 0.5; done
-  get localhost:$port/readyz || { log "server not ready"; grep -v on_failure "$OUT/server.log" | tail -5; kill "$pid"; return; }
+  for _ in $(seq 240); do
+    get localhost:$port/readyz >/dev/null 2>&1 && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  get localhost:$port/readyz 2>/dev/null || { log "server not ready"; grep -v on_failure "$OUT/server.log" | tail -5; kill "$pid"; return; }
   echo
   wheels /tmp/site-load 'websockets-*.whl' 'httpx-*.whl' 'httpcore-*.whl' 'h11-*.whl' 'anyio-*.whl' 'sniffio-*.whl' 'certifi-*.whl' 'idna-*.whl'
   for t in ${TRANSPORTS:-ws http}; do
@@ -163,6 +184,8 @@ faster)
   model 0.6B-CustomVoice /tmp/m06
   model 0.6B-Base /tmp/m06b
   peers
+  bench 0.6b-peers /tmp/m06 --batch 1,8,32 --frames 20
+  bench 0.6b-base /tmp/m06b --batch 8,32 --frames 20
   ;;
 server)
   model 1.7B-CustomVoice /tmp/m17
@@ -175,6 +198,15 @@ fidelity)
 profile)
   model 0.6B-CustomVoice /tmp/m06
   LYRE=${PROFILE_LYRE:-.dev/lyre} bench profile-0.6b /tmp/m06 --batch "${BATCHES:-8,32,64}" --frames 3 --profile-dispatches
+  ;;
+sweep)
+  model 0.6B-CustomVoice /tmp/m06
+  { echo "base"; grep -v '^#' scripts/device/sweep.txt; echo "base_again"; } | while read -r name tunes; do
+    [ -n "$name" ] || continue
+    # shellcheck disable=SC2086 # the --tune words split on purpose
+    bench "sweep-$name" /tmp/m06 --batch "${BATCHES:-1,8,32,64}" --frames 20 $tunes < /dev/null > /dev/null
+  done
+  python3 scripts/device/sweep_table.py "$OUT" | tee "$OUT/sweep.txt"
   ;;
 ab)
   model 0.6B-CustomVoice /tmp/m06
@@ -194,5 +226,4 @@ for mode in "${MODES[@]}"; do
   run_mode "$mode"
   save
 done
-find "$OUT" -mindepth 1 -maxdepth 1 ! -name results.tgz ! -name latest.json -exec rm -rf {} +
 log done

@@ -11,7 +11,6 @@ wheels of faster-qwen3-tts 0.5.4, faster-qwen3-tts-batch 0.2.0 and qwen-tts-hf o
 
 Every run asks for exactly FRAMES frames (min_new_tokens = max_new_tokens), sampling as the
 checkpoint's defaults (temperature 0.9, top-k 50), bf16, SDPA attention."""
-import io
 import json
 import os
 import statistics
@@ -25,7 +24,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stubs  # noqa: E402
 
-STUBBED = stubs.install()
+STUBBED = stubs.install() + stubs.patch_rope_theta()
 
 FRAMES = int(os.environ.get("PEER_FRAMES", "100"))
 REPEATS = int(os.environ.get("PEER_REPEATS", "3"))
@@ -87,19 +86,20 @@ def faster(ckpt, out):
     save(out, res)
 
 
-def wav_b64(seconds=3.0, rate=24000):
-    """A short 24 kHz reference clip (a chirp: the weights are random, any audio will do)."""
-    import base64
+def reference_wav(seconds=3.0, rate=24000):
+    """A short 24 kHz reference clip in a WAV file, returned as its path (a chirp: the weights are
+    random, any audio will do)."""
+    import tempfile
 
     t = np.arange(int(seconds * rate)) / rate
     y = (0.3 * np.sin(2 * np.pi * (200 + 300 * t) * t) * 32767).astype(np.int16)
-    buf = io.BytesIO()
-    with wave.open(buf, "wb") as w:
+    path = os.path.join(tempfile.mkdtemp(), "reference.wav")
+    with wave.open(path, "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
         w.setframerate(rate)
         w.writeframes(y.tobytes())
-    return base64.b64encode(buf.getvalue()).decode()
+    return path
 
 
 def batched(ckpt, out):
@@ -111,7 +111,7 @@ def batched(ckpt, out):
     base = FasterQwen3TTS.from_pretrained(ckpt, device="cuda", dtype=torch.bfloat16, max_seq_len=2048)
     res = {"package": "faster-qwen3-tts-batch 0.2.0", "checkpoint": ckpt, "frames": FRAMES,
            "load_s": time.time() - t0, "voice": "x-vector clone of a 3 s 24 kHz clip"}
-    ref = wav_b64()
+    ref = reference_wav()
     for b in (8, 32):
         model = BatchedFasterQwen3TTS(base, max_batch_size=b, max_seq_len=2048)
         inputs = [base._prepare_generation(text=TEXT, ref_audio=ref, ref_text="", language="english",

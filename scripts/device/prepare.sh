@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fills the ignored folders that an NVIDIA GPU host needs for scripts/device/nvidia.sh
 # (docs/performance.md, "Reproducing the figures"):
-#   .gl/   the Vulkan loader and glvnd libraries (those machines have the NVIDIA driver, no loader)
+#   .gl/   the Vulkan loader and glvnd libraries (those machines have the NVIDIA driver, no loader),
+#          and libsoxr (the resampler `lyre` links)
 #   .dev/  the release `lyre`, the kernel-test binaries, the mat-vec and grid-barrier
 #          microbenchmarks, make_random_real.py with the 0.6B and 1.7B CustomVoice manifests and
 #          the tokenizer files, and the official baseline script
@@ -13,11 +14,11 @@ cd "$(dirname "$0")/../.."
 SHARED="${LYRE_SHARED:-$(cd .. && pwd)/shared}"
 grep -qx '/.gl/' .git/info/exclude 2>/dev/null || printf '/.gl/\n/.dev/\n/.whl/\n' >> .git/info/exclude
 
-if [ ! -e .gl/libvulkan1_*.deb ] 2>/dev/null || [ -z "$(ls .gl/*.deb 2>/dev/null)" ]; then
+if [ -z "$(ls .gl/libsoxr0_*.deb 2>/dev/null)" ]; then
   mkdir -p .gl /tmp/amd64/partial
   o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
   apt-get $o update >/dev/null
-  (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+  (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 libsoxr0 libgomp1)
 fi
 
 cargo build --release --locked -p lyre-server
@@ -48,14 +49,17 @@ for f in vocab.json merges.txt tokenizer_config.json; do cp "$SHARED/fixtures/ti
 cp "$SHARED/device/baseline/bench_qwen.py" .dev/
 
 if [ -z "$(ls .whl/*.whl 2>/dev/null)" ]; then
-  # The official package pins transformers 4.57.3 (its own PYTHONPATH there); the peers run on
-  # the machine's transformers (>= 5.15) with qwen-tts-hf; the load generator needs websockets
-  # and httpx.
+  # The official package pins transformers 4.57.3 (its own PYTHONPATH there); faster-qwen3-tts
+  # 0.5.4 runs on the machine's transformers (>= 5.15) with qwen-tts-hf (and soxr, which
+  # transformers 5's audio utilities import); the load generator needs websockets and httpx.
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     -d .whl qwen-tts==0.1.1 transformers==4.57.3 accelerate==1.12.0 huggingface_hub==0.36.2 tokenizers==0.22.2 \
-    faster-qwen3-tts==0.5.4 faster-qwen3-tts-batch==0.2.0 qwen-tts-hf==0.1.1.post1 soundfile==0.14.0 \
+    faster-qwen3-tts==0.5.4 faster-qwen3-tts-batch==0.2.0 qwen-tts-hf==0.1.1.post1 soundfile==0.14.0 cffi==1.17.1 pycparser==2.22 soxr==1.1.0 \
     websockets==17.4 httpx==0.28.1 httpcore==1.0.9 h11==0.16.0 anyio==4.9.0 sniffio==1.3.1 \
     certifi==2025.4.26 idna==3.10
+  # faster-qwen3-tts-batch runs on transformers 4.57 beside the official package, with the last
+  # faster-qwen3-tts for it (one pip call cannot take two versions of a package).
+  python3 -m pip download -q --no-deps -d .whl faster-qwen3-tts==0.3.2
 fi
 du -sh .gl .dev .whl

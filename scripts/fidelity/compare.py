@@ -12,6 +12,7 @@ float32's, and the official top-2 margin at that code (tiny margins are near tie
 import argparse
 import json
 import os
+import sys
 
 import numpy as np
 from safetensors.numpy import load_file
@@ -114,6 +115,10 @@ def main():
     ap.add_argument("lyre", nargs="+")
     ap.add_argument("--model", required=True)
     ap.add_argument("--json", required=True)
+    ap.add_argument("--require-cosine", type=float,
+                    help="exit 1 unless every trace's cosine reaches this and its error is within official bf16's")
+    ap.add_argument("--require-greedy", action="store_true",
+                    help="exit 1 unless every greedy run's codes equal official f32's in every frame")
     a = ap.parse_args()
     with open(os.path.join(a.case_dir, "config.json")) as f:
         cfg = json.load(f)
@@ -130,6 +135,16 @@ def main():
     with open(a.json, "w") as f:
         json.dump(out, f)
     print(summary(a.model, r))
+    failed = []
+    if a.require_cosine is not None and not (r["min_cosine"] >= a.require_cosine and r["within_bf16"]):
+        failed.append(f"min cosine {r['min_cosine']:.6f} (required {a.require_cosine}), within bf16: {r['within_bf16']}")
+    if a.require_greedy:
+        failed += [f"greedy {name} differs at frame {g['first_differing_frame']}"
+                   for name, g in r["greedy"].items() if g.get("first_differing_frame") is not None]
+    if not r["greedy"] and a.require_greedy:
+        failed.append("no greedy run to check")
+    if failed:
+        sys.exit("fidelity check failed: " + "; ".join(failed))
 
 
 if __name__ == "__main__":

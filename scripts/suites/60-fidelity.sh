@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The fidelity check (scripts/fidelity/) on the tiny CustomVoice fixture: the official
+# implementation's outputs for 6 frames are stored in crates/lyre-engine/tests/data/fidelity
+# (made by scripts/fidelity/official.py on the CPU); Lyre's fidelity example runs the same prompt
+# teacher-forced alone and in a tick of 4 sessions, then greedy, with the KV cache in f32 and in
+# f16, and compare.py must find every position within official bf16's own error (cosine >= 0.9999)
+# and the greedy codes equal to official float32's in every frame. The same scripts make the
+# real-size report on a GPU host (docs/performance.md). To remake the stored outputs (in the
+# environment of ../shared/reference/oracle/setup_env.sh):
+#   python scripts/fidelity/official.py ../shared/fixtures/tiny-custom-voice DIR --frames 6 --device cpu
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SHARED="${LYRE_SHARED:-$(cd .. && pwd)/shared}"
+FIXTURE="$SHARED/fixtures/tiny-custom-voice"
+STORED=crates/lyre-engine/tests/data/fidelity/tiny-custom-voice
+VENV="$PWD/target/fidelity-venv"
+if [ ! -x "$VENV/bin/python" ]; then
+  if ! python3 -m venv "$VENV" 2>/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      apt-get update -qq >/dev/null
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    fi
+    rm -rf "$VENV"
+    python3 -m venv "$VENV"
+  fi
+fi
+stamp="$VENV/.lyre-installed"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$(sha256sum < scripts/fidelity/requirements.txt)" ]; then
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r scripts/fidelity/requirements.txt
+  sha256sum < scripts/fidelity/requirements.txt > "$stamp"
+fi
+# `cargo test --workspace` builds the examples too (with the workspace's features: building the
+# example alone would rebuild its dependencies); after test-all.sh's run this is a no-op.
+cargo test --workspace --locked --no-run -q 2>/dev/null
+case_dir=$(mktemp -d "$PWD/target/fidelity-case.XXXXXX")
+trap 'rm -rf "$case_dir"' EXIT
+cp "$STORED"/* "$FIXTURE/config.json" "$FIXTURE/generation_config.json" "$case_dir/"
+for kv in f32 f16; do
+  LYRE_MODEL_ALLOW_CPU_ADAPTER=1 target/debug/examples/fidelity "$FIXTURE" "$case_dir" "$case_dir/kv-$kv.safetensors" \
+    --kv-cache "$kv" --batch 4 > "$case_dir/lyre-$kv.log" 2>&1 || { tail -20 "$case_dir/lyre-$kv.log"; exit 1; }
+done
+"$VENV/bin/python" scripts/fidelity/compare.py "$case_dir" "$case_dir"/kv-*.safetensors --model tiny \
+  --json "$case_dir/fidelity.json" --require-cosine 0.9999 --require-greedy
