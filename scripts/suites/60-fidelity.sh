@@ -31,7 +31,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$(sha256sum < scripts/fidelity/requiremen
 fi
 # `cargo test --workspace` builds the examples too (with the workspace's features: building the
 # example alone would rebuild its dependencies); after test-all.sh's run this is a no-op.
-cargo test --workspace --locked --no-run -q 2>/dev/null
+cargo test --workspace --locked --no-run -q
 case_dir=$(mktemp -d "$PWD/target/fidelity-case.XXXXXX")
 trap 'rm -rf "$case_dir"' EXIT
 cp "$STORED"/* "$FIXTURE/config.json" "$FIXTURE/generation_config.json" "$case_dir/"

@@ -18,7 +18,7 @@ pub use database::DatabaseUrl;
 pub use import::{read_voice_file, voice_files, ImportReport, Imported};
 pub use name::validate_name;
 pub use resolve::{alias_target, is_preset, preset_alias, stored_voice};
-pub use store::{StoreError, VoiceStore};
+pub use store::{StoreError, VoiceStore, TENANT_INSERT_LOCK};
 pub use voice::{ModelStamp, StoredVoice, VoiceSummary};
 
 /// Prepares the store in the background (the server starts, and serves presets, while the

@@ -16,6 +16,11 @@ use super::voice::{ModelStamp, StoredVoice, VoiceSummary};
 use crate::errors::{ErrorCode, Failure};
 use crate::tenants::Tenant;
 
+/// PostgreSQL: what an insert holds, until it commits, for its tenant (`$1`), so that replicas'
+/// inserts for one tenant take turns and never pass `voices.max_voices` together. The first key
+/// marks the lock as the voice store's ("lyre"), the second is the tenant's.
+pub const TENANT_INSERT_LOCK: &str = "SELECT pg_advisory_xact_lock(1819898469, hashtext($1))";
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("a voice named `{0}` already exists; delete it first")]
@@ -170,6 +175,9 @@ impl VoiceStore {
     }
 
     /// One `INSERT`: nothing when the name is taken or (with `cap`) the tenant holds `cap` voices.
+    /// SQLite takes its write lock before the statement reads, so the count and the insert are
+    /// one step there; PostgreSQL's statements read a snapshot, so two replicas could both see
+    /// room for one more: there the insert holds a per-tenant advisory lock until it commits.
     async fn insert_row(
         &self,
         tenant: &Tenant,
@@ -183,22 +191,40 @@ impl VoiceStore {
              ON CONFLICT (tenant, name) DO NOTHING";
         let cap = cap.map_or(i64::MAX, |c| c as i64);
         let s = v.summary();
-        let rows = on_pool!(&self.pool, p => sqlx::query(SQL)
-            .bind(tenant.as_str())
-            .bind(&v.name)
-            .bind(&s.model.model_type)
-            .bind(&s.model.size)
-            .bind(s.model.hidden_size as i64)
-            .bind(s.has_transcript)
-            .bind(s.reference_frames as i64)
-            .bind(s.seconds as f64)
-            .bind(s.created_unix_s as i64)
-            .bind(v.to_json())
-            .bind(cap)
-            .execute(p)
-            .await
-            .map_err(unavailable)?
-            .rows_affected());
+        macro_rules! insert {
+            ($executor:expr) => {
+                sqlx::query(SQL)
+                    .bind(tenant.as_str())
+                    .bind(&v.name)
+                    .bind(&s.model.model_type)
+                    .bind(&s.model.size)
+                    .bind(s.model.hidden_size as i64)
+                    .bind(s.has_transcript)
+                    .bind(s.reference_frames as i64)
+                    .bind(s.seconds as f64)
+                    .bind(s.created_unix_s as i64)
+                    .bind(v.to_json())
+                    .bind(cap)
+                    .execute($executor)
+                    .await
+                    .map_err(unavailable)?
+                    .rows_affected()
+            };
+        }
+        let rows = match &self.pool {
+            Pool::Sqlite(p) => insert!(p),
+            Pool::Postgres(p) => {
+                let mut tx = p.begin().await.map_err(unavailable)?;
+                sqlx::query(TENANT_INSERT_LOCK)
+                    .bind(tenant.as_str())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(unavailable)?;
+                let rows = insert!(&mut *tx);
+                tx.commit().await.map_err(unavailable)?;
+                rows
+            }
+        };
         Ok(rows == 1)
     }
 

@@ -1,6 +1,7 @@
 //! The voice store on both backends, one suite: SQLite (a file in a temporary directory) and a
 //! real PostgreSQL server (see `postgres`). Create, get, list, delete, tenants, name collisions,
-//! the per-tenant limit, concurrent uploads of one name, importing voice files, and recovery
+//! the per-tenant limit (also under concurrent uploads, and across replicas on PostgreSQL),
+//! concurrent uploads of one name, importing voice files, and recovery
 //! from a database that was down.
 
 mod postgres;
@@ -10,7 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lyre_server::tenants::Tenant;
-use lyre_server::voices::{DatabaseUrl, StoreError, StoredVoice, VoiceStore, VoiceSummary};
+use lyre_server::voices::{
+    DatabaseUrl, StoreError, StoredVoice, VoiceStore, VoiceSummary, TENANT_INSERT_LOCK,
+};
+use sqlx::Connection;
 
 const HIDDEN: usize = 64;
 
@@ -60,6 +64,7 @@ async fn suite(url: &DatabaseUrl, run: &str) {
     tenants_are_separate(url, run).await;
     the_limit_is_per_tenant(url, run).await;
     concurrent_uploads_of_one_name_store_exactly_one(url, run).await;
+    concurrent_uploads_never_pass_the_limit(url, run).await;
     voice_files_are_imported_once(url, run).await;
 }
 
@@ -151,6 +156,35 @@ async fn concurrent_uploads_of_one_name_store_exactly_one(url: &DatabaseUrl, run
     }
 }
 
+async fn concurrent_uploads_never_pass_the_limit(url: &DatabaseUrl, run: &str) {
+    // Two replicas, each with several connections, racing to fill a tenant's last places; the
+    // race is short, so it runs for several tenants.
+    const LIMIT: usize = 3;
+    let stores = [Arc::new(store(url, LIMIT)), Arc::new(store(url, LIMIT))];
+    for round in 0..4 {
+        let t = tenant(&format!("{run}-full{round}"));
+        let mut tasks = Vec::new();
+        for i in 0..24 {
+            let (s, t) = (stores[i % 2].clone(), t.clone());
+            tasks.push(tokio::spawn(async move { s.insert(&t, &voice(&format!("v{i}"), false)).await }));
+        }
+        let mut stored = 0;
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(()) => stored += 1,
+                Err(StoreError::Full(LIMIT)) => {}
+                Err(e) => panic!("a racing upload failed otherwise: {e}"),
+            }
+        }
+        let listed = stores[0].list(Some(&t)).await.unwrap();
+        assert_eq!(listed.len(), LIMIT, "round {round}: the tenant holds {:?}", names(&listed));
+        assert_eq!(stored, LIMIT, "round {round}: exactly the limit's worth of uploads is accepted");
+    }
+    for s in stores {
+        s.close().await;
+    }
+}
+
 fn write_file(dir: &Path, file: &str, v: &StoredVoice) {
     std::fs::write(dir.join(file), serde_json::to_vec(v).unwrap()).unwrap();
 }
@@ -205,6 +239,44 @@ async fn postgres_passes_the_store_suite() {
     let pg = postgres::Postgres::start();
     let url = DatabaseUrl::parse(&pg.url).unwrap();
     suite(&url, &format!("pg{}", rand::random::<u32>())).await;
+}
+
+/// PostgreSQL reads each statement's snapshot, so a replica could see room for one more voice
+/// while another replica's insert of the last one is still uncommitted. Here that other replica
+/// is a connection of the test's own, holding the tenant's insert lock in an open transaction
+/// with the tenant's third voice inserted: the store's insert must wait for it, then find the
+/// tenant full.
+#[tokio::test]
+async fn postgres_inserts_for_one_tenant_take_turns_across_replicas() {
+    let pg = postgres::Postgres::start();
+    let url = DatabaseUrl::parse(&pg.url).unwrap();
+    let s = Arc::new(store(&url, 3));
+    let t = tenant("turns");
+    s.insert(&t, &voice("one", false)).await.unwrap();
+    s.insert(&t, &voice("two", false)).await.unwrap();
+
+    let mut other = sqlx::PgConnection::connect(&pg.url).await.unwrap();
+    let mut tx = other.begin().await.unwrap();
+    sqlx::query(TENANT_INSERT_LOCK).bind(t.as_str()).execute(&mut *tx).await.unwrap();
+    sqlx::query(
+        "INSERT INTO voices (tenant, name, model_type, model_size, hidden_size, has_transcript, \
+         reference_frames, seconds, created_unix_s, voice) VALUES ($1, 'three', 'base', '0.6b', 64, \
+         false, 0, 3.0, 0, '{}')",
+    )
+    .bind(t.as_str())
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+
+    let (s2, t2) = (s.clone(), t.clone());
+    let mut fourth = tokio::spawn(async move { s2.insert(&t2, &voice("four", false)).await });
+    let early = tokio::time::timeout(Duration::from_millis(500), &mut fourth).await;
+    assert!(early.is_err(), "the insert went ahead of the other replica's: {early:?}");
+    tx.commit().await.unwrap();
+    let e = fourth.await.unwrap().unwrap_err();
+    assert!(matches!(e, StoreError::Full(3)), "{e}");
+    assert_eq!(s.list(Some(&t)).await.unwrap().len(), 3);
+    s.close().await;
 }
 
 /// Down, then back: operations fail fast with `Unavailable` (the server's 503), and the same
