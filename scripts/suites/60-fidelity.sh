@@ -13,22 +13,12 @@ cd "$(dirname "$0")/../.."
 SHARED="${LYRE_SHARED:-$(cd .. && pwd)/shared}"
 FIXTURE="$SHARED/fixtures/tiny-custom-voice"
 STORED=crates/lyre-engine/tests/data/fidelity/tiny-custom-voice
+# shellcheck source=scripts/lib/python.sh
+source scripts/lib/python.sh
 VENV="$PWD/target/fidelity-venv"
-if [ ! -x "$VENV/bin/python" ]; then
-  if ! python3 -m venv "$VENV" 2>/dev/null; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-      apt-get update -qq >/dev/null
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-    fi
-    rm -rf "$VENV"
-    python3 -m venv "$VENV"
-  fi
-fi
-stamp="$VENV/.lyre-installed"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$(sha256sum < scripts/fidelity/requirements.txt)" ]; then
+lyre_venv "$VENV"
+lyre_venv_install "$VENV" "$(sha256sum < scripts/fidelity/requirements.txt)" \
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r scripts/fidelity/requirements.txt
-  sha256sum < scripts/fidelity/requirements.txt > "$stamp"
-fi
 # `cargo test --workspace` builds the examples too (with the workspace's features: building the
 # example alone would rebuild its dependencies); after test-all.sh's run this is a no-op.
 cargo test --workspace --locked --no-run -q
