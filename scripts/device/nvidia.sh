@@ -7,7 +7,8 @@
 #                       profiles at 8/32/64, the KV cache in f32/f16 and attention split/unsplit
 #                       after 500 and 2000 positions, 0.6B Base at 8/32 (the batch peer's checkpoint)
 #   nvidia.sh server    `lyre serve` on 1.7B CustomVoice under open-loop load (scripts/loadgen.py
-#                       --rates RATES over the WebSocket, then streaming POST /v1/audio/speech)
+#                       --rates RATES over TRANSPORTS: the WebSocket, then streaming POST
+#                       /v1/audio/speech); SLACKS="0 default" also runs it with launch_slack_ms = 0
 #   nvidia.sh peers     the official implementation's CUDA-graph loop, faster-qwen3-tts and
 #                       faster-qwen3-tts-batch (scripts/device/peers.py) on the same checkpoints
 #   nvidia.sh faster    the two faster-qwen3-tts packages and Lyre on their checkpoints (no official loop)
@@ -124,29 +125,29 @@ peers() { # faster-qwen3-tts (0.6B CustomVoice) and faster-qwen3-tts-batch (0.6B
   done
 }
 
-server() { # server DIR: lyre serve under open-loop load
-  local dir=$1 port=18080
+server() { # server DIR [SUFFIX]: lyre serve under open-loop load, files named with SUFFIX
+  local dir=$1 sfx=${2:-} port=18080
   log "server on $(basename "$dir")"
   # 128 slots of 4096 positions would need a 2 GiB+ KV buffer per layer (over Vulkan's binding
   # limit); the corpus's requests need under 200 positions.
   LYRE_ENGINE_MAX_SESSIONS=${SESSIONS:-128} LYRE_ENGINE_MAX_POSITIONS=${POSITIONS:-1024} LYRE_ENGINE_MAX_QUEUE=512 LYRE_LIMITS_MAX_BUFFERED_FRAMES=4096 \
-    .dev/lyre serve --model-dir "$dir" --listen 127.0.0.1:$port > "$OUT/server.log" 2>&1 &
+    .dev/lyre serve --model-dir "$dir" --listen 127.0.0.1:$port > "$OUT/server$sfx.log" 2>&1 &
   local pid=$!
   for _ in $(seq 240); do
     get localhost:$port/readyz >/dev/null 2>&1 && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.5
   done
-  get localhost:$port/readyz 2>/dev/null || { log "server not ready"; grep -v on_failure "$OUT/server.log" | tail -5; kill "$pid"; return; }
+  get localhost:$port/readyz 2>/dev/null || { log "server not ready"; grep -v on_failure "$OUT/server$sfx.log" | tail -5; kill "$pid"; return; }
   echo
   wheels /tmp/site-load 'websockets-*.whl' 'httpx-*.whl' 'httpcore-*.whl' 'h11-*.whl' 'anyio-*.whl' 'sniffio-*.whl' 'certifi-*.whl' 'idna-*.whl'
   for t in ${TRANSPORTS:-ws http}; do
     PYTHONPATH=/tmp/site-load timeout 400 python3 scripts/loadgen.py --url http://127.0.0.1:$port \
       --rates "${RATES:-5,10,20,40}" --duration "${DURATION:-30}" --transport "$t" --voice "${VOICE:-ryan}" \
-      --json "$OUT/load-$t.json" 2>&1 | tee "$OUT/load-$t.txt"
+      --json "$OUT/load-$t$sfx.json" 2>&1 | tee "$OUT/load-$t$sfx.txt"
     save
   done
-  get localhost:$port/metrics | grep -E "^lyre_(tick|session|queue)" | head -20 > "$OUT/server-metrics.txt"
+  get localhost:$port/metrics | grep -E "^lyre_(tick|session|queue|launch)" | head -24 > "$OUT/server-metrics$sfx.txt"
   kill "$pid"; wait "$pid" 2>/dev/null
 }
 
@@ -189,7 +190,11 @@ faster)
   ;;
 server)
   model 1.7B-CustomVoice /tmp/m17
-  server /tmp/m17
+  # SLACKS="0 default": engine.launch_slack_ms 0 (files suffixed -slack0), then the default.
+  for slack in ${SLACKS:-default}; do
+    if [ "$slack" = default ]; then server /tmp/m17
+    else LYRE_ENGINE_LAUNCH_SLACK_MS=$slack server /tmp/m17 "-slack$slack"; fi
+  done
   ;;
 fidelity)
   official_site
@@ -205,6 +210,7 @@ sweep)
     [ -n "$name" ] || continue
     # shellcheck disable=SC2086 # the --tune words split on purpose
     bench "sweep-$name" /tmp/m06 --batch "${BATCHES:-1,8,32,64}" --frames 20 $tunes < /dev/null > /dev/null
+    save # a sweep cut off by the call's time limit still brings back what it measured
   done
   python3 scripts/device/sweep_table.py "$OUT" | tee "$OUT/sweep.txt"
   ;;

@@ -149,7 +149,7 @@ impl Default for EngineTuning {
             few_rows_min_cols: 4096,
             gemm: Switch::Auto,
             gemm_min_rows: 8,
-            gemm_max_split: 32,
+            gemm_max_split: 16,
             gemm_large_tile: TileName::Rows64,
             coop_min_rows: 33,
             coop_wide: true,

@@ -168,6 +168,8 @@ pub struct Engine {
     /// Submit the next tick before reading the current one (off: `tuning.pipeline = false`).
     pipeline: bool,
     in_flight: Option<tick::InFlight>,
+    /// How long the last tick read waited for the GPU to finish it.
+    last_gpu_wait: std::time::Duration,
     next_readback: usize,
     /// Grid barrier waits that gave up, as of the last tick read.
     grid_give_ups: u32,
@@ -240,6 +242,7 @@ impl Engine {
             last_profile: None,
             pipeline,
             in_flight: None,
+            last_gpu_wait: std::time::Duration::ZERO,
             next_readback: 0,
             grid_give_ups: 0,
             sessions: BTreeMap::new(),
@@ -344,6 +347,17 @@ impl Engine {
     /// Whether the next step overlaps CPU encoding with the GPU (see `tick::run`).
     fn pipelined(&self) -> bool {
         self.pipeline && !self.profiling && !self.opts.capture_logits
+    }
+
+    /// Whether a submitted tick is still to be read (pipelined: the next step reads it).
+    pub fn tick_in_flight(&self) -> bool {
+        self.in_flight.is_some()
+    }
+
+    /// How long the last step waited for the GPU to finish the tick it read: near zero means
+    /// the GPU had finished before the step asked, so it may have sat idle.
+    pub fn last_gpu_wait(&self) -> std::time::Duration {
+        self.last_gpu_wait
     }
 
     /// True when some session could produce a frame now (or has finished while idle), or a

@@ -324,15 +324,18 @@ fn read_results(engine: &mut Engine, t: &InFlight) -> Result<(Vec<u32>, Vec<f32>
     let code_bytes = m * 16 * 4;
     let pcm_bytes = (m * engine.decoder.samples_per_frame() * 4) as u64;
     let plan = &engine.plan;
+    let waiting = std::time::Instant::now();
     let raw = plan.readbacks[t.readback].read_after(
         &engine.gpu,
         plan.pcm_offset + pcm_bytes,
         Some(t.submission.clone()),
     )?;
+    let waited = waiting.elapsed();
     let codes = bytemuck::pod_collect_to_vec(&raw[..code_bytes]);
     let pcm = bytemuck::pod_collect_to_vec(&raw[plan.pcm_offset as usize..]);
     let at = plan.grid_sync_offset as usize + 4;
     let give_ups = u32::from_le_bytes(raw[at..at + 4].try_into().expect("four bytes"));
+    engine.last_gpu_wait = waited;
     engine.last_profile = match (&engine.profiler, t.profiled) {
         (Some(p), true) => Some(p.read(&engine.gpu)?),
         _ => None,

@@ -127,6 +127,7 @@ async fn serve(cfg: ServerConfig, metrics: Option<PrometheusHandle>, json_logs: 
             command_buffer: 4096,
             warm_up: Some(warm_up_request(&model)),
             debug_fail_tick: debug_fail_tick()?,
+            launch_slack: std::time::Duration::from_millis(cfg.engine.launch_slack_ms),
         },
     );
     let encoders = Arc::new(Encoders::new(model.clone()));

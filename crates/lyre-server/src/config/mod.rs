@@ -78,6 +78,9 @@ pub struct EngineSection {
     pub kv_cache: String,
     /// Text tokens per segment of a long text; 0: sized so a segment's speech fits the cache.
     pub segment_tokens: usize,
+    /// How long before the GPU finishes a tick the next one is submitted; 0: at once. Later
+    /// launches let sessions that arrive meanwhile join the next tick.
+    pub launch_slack_ms: u64,
     /// `[engine.tuning]`: which kernels run (defaults measured best; see docs/kernels.md).
     pub tuning: lyre_engine::EngineTuning,
 }
@@ -91,6 +94,7 @@ impl Default for EngineSection {
             max_rows_per_tick: 1024,
             kv_cache: "f32".into(),
             segment_tokens: 0,
+            launch_slack_ms: 2,
             tuning: lyre_engine::EngineTuning::default(),
         }
     }
@@ -308,6 +312,9 @@ impl ServerConfig {
             );
         }
         e.tuning.validate()?;
+        if e.launch_slack_ms > 100 {
+            bail!("engine.launch_slack_ms: must be at most 100, got {}", e.launch_slack_ms);
+        }
         if e.max_rows_per_tick < 16 {
             bail!("engine.max_rows_per_tick: must be at least 16, got {}", e.max_rows_per_tick);
         }

@@ -53,7 +53,12 @@ fn app() -> axum::Router {
         // The voice database's pool lives in the one runtime every request of these tests runs on.
         let _runtime = runtime().enter();
         let shared = Arc::new(Shared::new(cfg.engine.max_sessions, cfg.engine.max_queue));
-        let opts = WorkerOptions { command_buffer: 16, warm_up: None, debug_fail_tick: None };
+        let opts = WorkerOptions {
+            command_buffer: 16,
+            warm_up: None,
+            debug_fail_tick: None,
+            launch_slack: std::time::Duration::from_millis(2),
+        };
         let no_gpu = || -> anyhow::Result<lyre_engine::Engine> { anyhow::bail!("no GPU in this test") };
         let (scheduler, _) = spawn_worker(no_gpu, shared, opts);
         AppState {

@@ -7,6 +7,7 @@
 mod command;
 mod events;
 mod handle;
+mod launch_pacer;
 mod session_engine;
 mod sessions;
 mod shared;

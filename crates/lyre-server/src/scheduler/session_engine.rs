@@ -1,6 +1,8 @@
 //! The seam between the worker and the engine: what the worker asks of it. [`Engine`] is the
 //! real one; the scheduler's unit tests drive the worker with a small fake instead.
 
+use std::time::Duration;
+
 use lyre_engine::{Engine, EngineError, SessionId, SessionRequest, StepOutput};
 
 pub trait SessionEngine {
@@ -20,6 +22,10 @@ pub trait SessionEngine {
     fn has_work(&self) -> bool;
     /// One tick: a frame (or an end) for every session that has input.
     fn step(&mut self) -> Result<Vec<StepOutput>, EngineError>;
+    /// The last step left a submitted tick on the GPU for the next step to read.
+    fn tick_in_flight(&self) -> bool;
+    /// How long the last step waited for the GPU to finish the tick it read.
+    fn last_gpu_wait(&self) -> Duration;
 }
 
 impl SessionEngine for Engine {
@@ -53,5 +59,13 @@ impl SessionEngine for Engine {
 
     fn step(&mut self) -> Result<Vec<StepOutput>, EngineError> {
         Engine::step(self)
+    }
+
+    fn tick_in_flight(&self) -> bool {
+        Engine::tick_in_flight(self)
+    }
+
+    fn last_gpu_wait(&self) -> Duration {
+        Engine::last_gpu_wait(self)
     }
 }

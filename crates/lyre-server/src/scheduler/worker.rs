@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use super::command::{Command, PendingStart, TextOp};
 use super::events::{DoneStats, FrameEvent, SessionEvent};
 use super::handle::Scheduler;
+use super::launch_pacer::LaunchPacer;
 use super::session_engine::SessionEngine;
 use super::sessions::{Live, SessionTable};
 use super::shared::Shared;
@@ -29,6 +30,9 @@ pub struct WorkerOptions {
     /// DEBUG ONLY (fault-injection tests): the tick with this number (1 = the first after
     /// warm-up) fails as if the GPU step had returned an error. Set by `LYRE_DEBUG_FAIL_TICK`.
     pub debug_fail_tick: Option<u64>,
+    /// The GPU wait each step aims for while the next tick's launch is held
+    /// (`engine.launch_slack_ms`; zero: submit at once). See `launch_pacer`.
+    pub launch_slack: Duration,
 }
 
 /// Starts the worker thread. `make_engine` runs on that thread (the GPU device lives there);
@@ -50,6 +54,7 @@ where
             let result = make_engine().and_then(|engine| {
                 let mut worker = Worker::new(engine, rx, shared.clone());
                 worker.debug_fail_tick = opts.debug_fail_tick;
+                worker.pacer = LaunchPacer::new(opts.launch_slack);
                 worker.run(opts.warm_up)
             });
             if let Err(e) = result {
@@ -69,6 +74,7 @@ pub(super) struct Worker<E> {
     sessions: SessionTable,
     consecutive_errors: u32,
     ticks: u64,
+    pub(super) pacer: LaunchPacer,
     pub(super) debug_fail_tick: Option<u64>,
 }
 
@@ -81,6 +87,7 @@ impl<E: SessionEngine> Worker<E> {
             sessions: SessionTable::default(),
             consecutive_errors: 0,
             ticks: 0,
+            pacer: LaunchPacer::new(Duration::ZERO),
             debug_fail_tick: None,
         }
     }
@@ -120,9 +127,34 @@ impl<E: SessionEngine> Worker<E> {
         }
         self.admit();
         if self.engine.has_work() {
+            if !self.hold_launch() {
+                return false;
+            }
             self.tick();
         }
         self.publish_gauges();
+        true
+    }
+
+    /// While a tick is on the GPU, holds the next launch until just before it finishes (see
+    /// `launch_pacer`), applying commands meanwhile so that new sessions join the next tick.
+    /// False means stop.
+    fn hold_launch(&mut self) -> bool {
+        while let Some(at) = self.pacer.launch_at() {
+            let left = at.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match self.commands.recv_timeout(left) {
+                Ok(cmd) => {
+                    if !self.handle(cmd) {
+                        return false;
+                    }
+                    self.admit();
+                }
+                Err(_) => break,
+            }
+        }
         true
     }
 
@@ -247,13 +279,16 @@ impl<E: SessionEngine> Worker<E> {
     }
 
     fn tick(&mut self) {
-        let started = Instant::now();
+        // A tick read by this step has been on the GPU since the last step ended.
+        let started = self.pacer.in_flight_since().unwrap_or_else(Instant::now);
         self.ticks += 1;
         let result = if self.debug_fail_tick == Some(self.ticks) {
             Err(EngineError::Gpu(format!("injected failure at tick {} (LYRE_DEBUG_FAIL_TICK)", self.ticks)))
         } else {
             self.engine.step()
         };
+        let in_flight = result.is_ok() && self.engine.tick_in_flight();
+        self.pacer.stepped(Instant::now(), self.engine.last_gpu_wait(), in_flight);
         match result {
             Ok(outs) => {
                 self.consecutive_errors = 0;
@@ -363,5 +398,6 @@ impl<E: SessionEngine> Worker<E> {
     fn publish_gauges(&self) {
         metrics::gauge!("lyre_live_sessions").set(self.sessions.live_len() as f64);
         metrics::gauge!("lyre_queue_depth").set(self.sessions.queue_len() as f64);
+        metrics::gauge!("lyre_launch_hold_seconds").set(self.pacer.hold().as_secs_f64());
     }
 }

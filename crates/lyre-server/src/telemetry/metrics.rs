@@ -27,6 +27,11 @@ pub const SERIES: &[(&str, Kind, &str)] = &[
     ),
     ("lyre_open_connections", Kind::Gauge, "Open client connections (HTTP and WebSocket)."),
     (
+        "lyre_launch_hold_seconds",
+        Kind::Gauge,
+        "How long after a step the next tick's submission waits, so sessions arriving meanwhile join it (engine.launch_slack_ms).",
+    ),
+    (
         "lyre_build_info",
         Kind::Gauge,
         "Always 1; the labels name the Lyre version, the GPU adapter and the served model.",

@@ -84,7 +84,12 @@ fn worker(model_dir: &Path, cfg: &ServerConfig) -> Worker {
         };
         Ok(Engine::new(gpu, engine_model, opts)?)
     };
-    let opts = WorkerOptions { command_buffer: 64, warm_up: None, debug_fail_tick: None };
+    let opts = WorkerOptions {
+        command_buffer: 64,
+        warm_up: None,
+        debug_fail_tick: None,
+        launch_slack: std::time::Duration::from_millis(2),
+    };
     let (scheduler, _thread) = spawn_worker(make, shared.clone(), opts);
     let start = Instant::now();
     while !shared.is_ready() {

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use lyre_engine::{EngineError, FinishReason, Frame, SessionId, SessionRequest, StepOutput, TextInput};
 
@@ -26,6 +27,10 @@ pub struct FakeState {
     pub cancelled: Vec<SessionId>,
     /// The next this many steps fail.
     pub failing_steps: u32,
+    /// Steps leave a tick in flight while sessions are live, as the pipelined engine does.
+    pub pipelined: bool,
+    /// What each step reports as its wait for the GPU.
+    pub gpu_wait: Duration,
 }
 
 #[derive(Debug)]
@@ -133,6 +138,15 @@ impl SessionEngine for FakeEngine {
 
     fn has_work(&self) -> bool {
         self.state().sessions.values().any(FakeSession::has_input)
+    }
+
+    fn tick_in_flight(&self) -> bool {
+        let s = self.state();
+        s.pipelined && !s.sessions.is_empty()
+    }
+
+    fn last_gpu_wait(&self) -> Duration {
+        self.state().gpu_wait
     }
 
     fn step(&mut self) -> Result<Vec<StepOutput>, EngineError> {

@@ -7,6 +7,7 @@ mod failures;
 mod fake_engine;
 mod keys;
 mod lifecycle;
+mod pacing;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
