@@ -1,11 +1,10 @@
 #!/usr/bin/env python3
 """Writes OUT/latest.json, the summary every GPU run leaves (docs/bench/latest.json in the repo),
 from the files scripts/device/nvidia.sh put in OUT: bench-*.json (`lyre bench`), qwen_bench.json
-(the official CUDA-graph loop), peer-*.json (scripts/device/peers.py), load-*.json
+(the official CUDA-graph loop), peer-*.json (scripts/device/peers.py), load-{ws,http}.json
 (scripts/loadgen.py --rates) and fidelity.json (scripts/fidelity/). A figure nobody measured in
 this run is null; an existing latest.json in OUT is merged under the new figures."""
 import datetime
-import glob
 import json
 import os
 import subprocess
@@ -53,7 +52,8 @@ def peers(out):
 
 def server(out):
     rows = []
-    for path in sorted(glob.glob(os.path.join(out, "load-*.json"))):
+    # The default configuration only: A/B runs write load-TRANSPORT-SUFFIX.json beside it.
+    for path in [os.path.join(out, f"load-{t}.json") for t in ("ws", "http")]:
         for r in (load(path) or {}).get("rows", []):
             rows.append({"transport": r["transport"], "rps": r["rate_rps"], "ttfa_p50_ms": r["ttfa_p50_ms"],
                          "ttfa_p95_ms": r["ttfa_p95_ms"], "ttfa_p99_ms": r["ttfa_p99_ms"],

@@ -3,12 +3,14 @@
 # from the checkout root there, with `.gl` and `.dev` carried (and `.whl` for the official and
 # peer baselines); scripts/device/prepare.sh fills them here. Results go to $OUT as two files.
 #   nvidia.sh tests     the kernel tests (CPU references) on the GPU
+#   nvidia.sh bench     `lyre bench` of both models at BATCHES only (the first part of engine)
 #   nvidia.sh engine    `lyre bench`: 0.6B and 1.7B CustomVoice at BATCHES (1,8,32,64,256), per-dispatch
 #                       profiles at 8/32/64, the KV cache in f32/f16 and attention split/unsplit
 #                       after 500 and 2000 positions, 0.6B Base at 8/32 (the batch peer's checkpoint)
 #   nvidia.sh server    `lyre serve` on 1.7B CustomVoice under open-loop load (scripts/loadgen.py
 #                       --rates RATES over TRANSPORTS: the WebSocket, then streaming POST
-#                       /v1/audio/speech); SLACKS="0 default" also runs it with launch_slack_ms = 0
+#                       /v1/audio/speech); SLACKS="0 default" also runs it with launch_slack_ms = 0;
+#                       SERVER_LYRE serves another build
 #   nvidia.sh peers     the official implementation's CUDA-graph loop, faster-qwen3-tts and
 #                       faster-qwen3-tts-batch (scripts/device/peers.py) on the same checkpoints
 #   nvidia.sh faster    the two faster-qwen3-tts packages and Lyre on their checkpoints (no official loop)
@@ -16,7 +18,8 @@
 #   nvidia.sh profile   per-dispatch GPU timestamps of 0.6B at BATCHES (8,32,64)
 #   nvidia.sh sweep     0.6B at BATCHES (1,8,32,64) under each [engine.tuning] variant of
 #                       scripts/device/sweep.txt, against the defaults run first and last
-#   nvidia.sh ab        .dev/lyre against .dev/lyre-b (another build, put there by hand)
+#   nvidia.sh ab        .dev/lyre against every .dev/lyre-NAME (other builds, put there by hand),
+#                       twice each in turn, at AB_BATCHES; AB_ARGS adds `lyre bench` arguments
 # Every mode ends by writing $OUT/latest.json (scripts/device/latest.py) from what it measured,
 # and everything else lands in $OUT/results.tgz, saved after each step. The files themselves are
 # written in a work folder: the device tool brings back only a few files from $OUT, so a run cut
@@ -131,7 +134,7 @@ server() { # server DIR [SUFFIX]: lyre serve under open-loop load, files named w
   # 128 slots of 4096 positions would need a 2 GiB+ KV buffer per layer (over Vulkan's binding
   # limit); the corpus's requests need under 200 positions.
   LYRE_ENGINE_MAX_SESSIONS=${SESSIONS:-128} LYRE_ENGINE_MAX_POSITIONS=${POSITIONS:-1024} LYRE_ENGINE_MAX_QUEUE=512 LYRE_LIMITS_MAX_BUFFERED_FRAMES=4096 \
-    .dev/lyre serve --model-dir "$dir" --listen 127.0.0.1:$port > "$OUT/server$sfx.log" 2>&1 &
+    "${SERVER_LYRE:-.dev/lyre}" serve --model-dir "$dir" --listen 127.0.0.1:$port > "$OUT/server$sfx.log" 2>&1 &
   local pid=$!
   for _ in $(seq 240); do
     get localhost:$port/readyz >/dev/null 2>&1 && break
@@ -156,13 +159,14 @@ case "$1" in
 tests)
   kernel_tests
   ;;
-engine)
+bench|engine)
   model 0.6B-CustomVoice /tmp/m06
   bench 0.6b /tmp/m06 --batch "${BATCHES:-1,8,32,64,256}" --frames 20
   save
   model 1.7B-CustomVoice /tmp/m17
   bench 1.7b /tmp/m17 --batch "${BATCHES:-1,8,32,64,256}" --frames 20
   save
+  [ "$1" = bench ] && return
   bench profile-0.6b /tmp/m06 --batch 8,32,64 --frames 3 --profile-dispatches
   save
   for c in 500 2000; do
@@ -217,8 +221,13 @@ sweep)
 ab)
   model 0.6B-CustomVoice /tmp/m06
   for r in 1 2; do
-    bench a$r /tmp/m06 --batch "${BATCHES:-1,8,32,64}" --frames 20
-    LYRE=.dev/lyre-b bench b$r /tmp/m06 --batch "${BATCHES:-1,8,32,64}" --frames 20
+    for l in .dev/lyre .dev/lyre-*; do
+      [ -x "$l" ] || continue
+      local name=${l#.dev/lyre}
+      # shellcheck disable=SC2086 # AB_ARGS splits into words on purpose
+      LYRE=$l bench "ab${name:--base}-$r" /tmp/m06 --batch "${AB_BATCHES:-1,8,32,64}" --frames "${FRAMES:-20}" ${AB_ARGS:-}
+      save
+    done
   done
   ;;
 *)

@@ -125,8 +125,8 @@ fn check_format(case: &Setup, seed: u64, format: KvFormat) {
     assert!(RopeKernel::fits(size, case.heads.head_dim), "the case must fit subgroups of {size}");
     let (fused, decode_qkv, _, kn) = run(&gpu, case, seed, true, format);
     let (separate, ..) = run(&gpu, case, seed, false, format);
-    assert_close("fused attention output", &fused.out, &separate.out, 1e-6);
-    assert_close("K cache", &fused.k, &separate.k, 1e-6);
+    assert_close(&format!("fused attention output ({format:?})"), &fused.out, &separate.out, 1e-6);
+    assert_close(&format!("K cache ({format:?})"), &fused.k, &separate.k, 1e-6);
     assert_close("V cache", &fused.v, &separate.v, 0.0);
     // The rows the fused kernel wrote, against the CPU.
     let h = case.heads;

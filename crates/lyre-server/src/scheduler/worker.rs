@@ -398,6 +398,7 @@ impl<E: SessionEngine> Worker<E> {
     fn publish_gauges(&self) {
         metrics::gauge!("lyre_live_sessions").set(self.sessions.live_len() as f64);
         metrics::gauge!("lyre_queue_depth").set(self.sessions.queue_len() as f64);
-        metrics::gauge!("lyre_launch_hold_seconds").set(self.pacer.hold().as_secs_f64());
+        let hold = self.pacer.launch_at().map_or(0.0, |_| self.pacer.hold().as_secs_f64());
+        metrics::gauge!("lyre_launch_hold_seconds").set(hold);
     }
 }

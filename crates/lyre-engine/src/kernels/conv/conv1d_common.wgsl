@@ -58,8 +58,21 @@ fn activate(v: f32, act: u32) -> f32 {
 // The epilogue of one output: `acc` is the reduction for input row `t` of session `s` and
 // virtual column `v`; writes output row `t * up + phase`, channel `o`.
 fn store_output(s: u32, t: u32, v: u32, acc: f32) {
-    let phase = v / p.cout;
-    let o = v % p.cout;
+    let t_out = i32(t * p.up + v / p.cout);
+    store_at(output_row(s, t_out), v % p.cout, acc);
+}
+
+// Where output row `t_out` of session `s` starts in y and, with RESIDUAL, in res.
+fn output_row(s: u32, t_out: i32) -> vec2<u32> {
+    var r = 0u;
+    if ((p.flags & RESIDUAL) != 0u) {
+        r = row_offset(p.r, s, t_out);
+    }
+    return vec2<u32>(row_offset(p.y, s, t_out), r);
+}
+
+// The epilogue of channel `o` of the output row at `rows` (output_row).
+fn store_at(rows: vec2<u32>, o: u32, acc: f32) {
     var val = acc;
     if ((p.flags & HAS_BIAS) != 0u) {
         val += bias[o];
@@ -68,11 +81,10 @@ fn store_output(s: u32, t: u32, v: u32, acc: f32) {
     if ((p.flags & HAS_SCALE) != 0u) {
         val *= scale[o];
     }
-    let t_out = i32(t * p.up + phase);
     if ((p.flags & RESIDUAL) != 0u) {
-        val += res[row_offset(p.r, s, t_out) + o];
+        val += res[rows.y + o];
     }
-    let yi = row_offset(p.y, s, t_out) + o;
+    let yi = rows.x + o;
     if ((p.flags & ACCUMULATE) != 0u) {
         val += y[yi];
     }

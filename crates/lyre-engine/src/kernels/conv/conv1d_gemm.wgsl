@@ -96,12 +96,22 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
         }
         let s = o.x / p.rows_in;
         let t = o.x % p.rows_in;
+        // Without upsampling every column of the row lands in the same output row: find it
+        // once, not per value (ring views cost two modulos each).
+        var rows = vec2<u32>(0u);
+        if (p.up == 1u) {
+            rows = output_row(s, i32(t));
+        }
         for (var jb = 0u; jb < TN / 4u; jb++) {
             let a = acc_at(tx, ty, q, jb);
             let c0 = col0 + block_col(tx, jb);
             for (var e = 0u; e < 4u; e++) {
                 if (c0 + e < p.cols) {
-                    store_output(s, t, c0 + e, a[e]);
+                    if (p.up == 1u) {
+                        store_at(rows, c0 + e, a[e]);
+                    } else {
+                        store_output(s, t, c0 + e, a[e]);
+                    }
                 }
             }
         }
