@@ -73,16 +73,11 @@ impl KvFormat {
         }
     }
 
-    /// The declarations the cache kernels' WGSL starts with: the element type `kv_t`, and
-    /// `as_stored(x)`, the value the cache gives back for `x`. For f16 the rounding goes
-    /// through the bits (pack2x16float): a driver may fold `f32(f16(x))` back into `x`.
+    /// The declarations the cache kernels' WGSL starts with.
     pub fn prelude(self) -> &'static str {
         match self {
-            KvFormat::F32 => "alias kv_t = f32;\nfn as_stored(x: f32) -> f32 { return x; }\n",
-            KvFormat::F16 => concat!(
-                "enable f16;\nalias kv_t = f16;\n",
-                "fn as_stored(x: f32) -> f32 { return unpack2x16float(pack2x16float(vec2<f32>(x, 0.0))).x; }\n"
-            ),
+            KvFormat::F32 => "alias kv_t = f32;\n",
+            KvFormat::F16 => "enable f16;\nalias kv_t = f16;\n",
         }
     }
 }

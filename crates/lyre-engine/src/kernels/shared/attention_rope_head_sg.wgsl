@@ -80,8 +80,8 @@ fn attend_head(t: u32, h: u32, src: u32, slot: u32, pos: u32, first: u32, last: 
     let v_src = src + (p.n_heads + p.n_kv_heads + kvh) * hd + lane;
     for (var i = 0u; i < MAX_DPL; i++) {
         if (i < DPL) {
-            k_new[i] = as_stored(k_new[i]);
-            v_new[i] = as_stored(load_qkv(v_src + i * SG));
+            k_new[i] = f32(kv_t(k_new[i]));
+            v_new[i] = f32(kv_t(load_qkv(v_src + i * SG)));
         }
     }
     if (h % group == 0u && s == 0u && last == pos) {
