@@ -14,6 +14,7 @@
 #   nvidia.sh peers     the official implementation's CUDA-graph loop, faster-qwen3-tts and
 #                       faster-qwen3-tts-batch (scripts/device/peers.py) on the same checkpoints
 #   nvidia.sh faster    the two faster-qwen3-tts packages and Lyre on their checkpoints (no official loop)
+#   nvidia.sh official  the official CUDA-graph loop and Lyre at batch 1, 8 and 32 (no faster-qwen3-tts)
 #   nvidia.sh fidelity  Lyre against the official implementation at real size (scripts/fidelity/)
 #   nvidia.sh profile   per-dispatch GPU timestamps of 0.6B at BATCHES (8,32,64)
 #   nvidia.sh sweep     0.6B at BATCHES (1,8,32,64) under each [engine.tuning] variant of
@@ -24,7 +25,9 @@
 # and everything else lands in $OUT/results.tgz, saved after each step. The files themselves are
 # written in a work folder: the device tool brings back only a few files from $OUT, so a run cut
 # off by its time limit must not leave dozens there.
-# Several modes run in order in one call: `nvidia.sh engine peers`.
+# Several modes run in order in one call: `nvidia.sh engine peers`. Pass LYRE_COMMIT (the commit
+# the carried build is from, taken here): the GPU host's copy of the checkout may carry an older
+# HEAD than the working tree it was sent, and latest.json records the commit.
 set -uo pipefail
 MODES=("${@:-engine}")
 DEST=${OUT:-/tmp/out}
@@ -184,6 +187,12 @@ peers)
   peers
   bench 0.6b-peers /tmp/m06 --batch 1,8,32 --frames 20
   bench 0.6b-base /tmp/m06b --batch 8,32 --frames 20
+  ;;
+official)
+  model 0.6B-CustomVoice /tmp/m06
+  official
+  save
+  bench 0.6b-peers /tmp/m06 --batch 1,8,32 --frames 20
   ;;
 faster)
   model 0.6B-CustomVoice /tmp/m06
