@@ -1,5 +1,6 @@
 //! The decoder's f32 weights on the GPU, read from `speech_tokenizer/model.safetensors` with the
-//! shapes the config implies and repacked into the kernels' layouts.
+//! shapes the config implies and repacked into the kernels' layouts. Where the adapter has
+//! cooperative matrices, every conv and linear also keeps an f16 copy ([`PackedConv`]).
 
 use super::shape::{
     DecoderShape, CLUSTER_USAGE_EPS, CONVNEXT_EXPANSION, DILATIONS, KERNEL, PRE_CONV_KERNEL, SEMANTIC_BOOKS,

@@ -6,6 +6,7 @@
 //! repacked on the CPU (see [`PackedConv`]) from the PyTorch layouts.
 
 use bytemuck::{Pod, Zeroable};
+use half::f16;
 
 use crate::error::{EngineError, Result};
 use crate::gpu::GpuContext;
@@ -52,7 +53,14 @@ impl ConvShape {
 /// channels, zero-padded past `cin`; and its bias.
 pub struct PackedConv {
     pub shape: ConvShape,
+    /// The packed weights in f32, which the direct kernel and the register-tile GEMM read.
     pub weight: wgpu::Buffer,
+    /// The same packed weights in f16 ([`packed_to_f16`]: four halves per vec4 slot, the same
+    /// indexing), which the GEMM on cooperative matrices reads and stages without converting.
+    /// Made at upload only where the adapter has cooperative f16 matrices
+    /// ([`GpuContext::has_coop_f16`]), where it costs half as much GPU memory again as `weight`
+    /// (202 MiB for the 12 Hz tokenizer's decoder, whose f32 weights take 404 MiB).
+    pub weight_f16: Option<wgpu::Buffer>,
     pub bias: Option<wgpu::Buffer>,
 }
 
@@ -69,13 +77,28 @@ impl PackedConv {
         if packed.len() != expected || bias.is_some_and(|b| b.len() != shape.cout as usize) {
             return Err(EngineError::Gpu(format!("`{label}`: packed weights do not match {shape:?}")));
         }
+        let weight_f16 = if ctx.has_coop_f16() {
+            Some(ctx.storage_from(&format!("{label}.weight_f16"), &packed_to_f16(packed))?)
+        } else {
+            None
+        };
         Ok(PackedConv {
             shape,
             weight: ctx.storage_from(&format!("{label}.weight"), packed)?,
+            weight_f16,
             bias: bias.map(|b| ctx.storage_from(&format!("{label}.bias"), b)).transpose()?,
         })
     }
 }
+
+/// Packed f32 weights as the cooperative-matrix GEMM stages them (`to_f16` in
+/// `coop_tile.wgsl`): clamped to ±65504 (f16's largest finite value), then rounded to the
+/// nearest f16, ties to even. Same layout: value `i` becomes value `i`.
+pub fn packed_to_f16(packed: &[f32]) -> Vec<f16> {
+    packed.iter().map(|&v| f16::from_f32(v.clamp(-F16_MAX, F16_MAX))).collect()
+}
+
+const F16_MAX: f32 = 65504.0;
 
 /// Packs a PyTorch Conv1d weight `[cout][cin][k]` (dilation `dil`). Tap `m` is kernel index
 /// `k - 1 - m`, which multiplies input row `t - m * dil`.
@@ -241,5 +264,55 @@ impl Conv1d<'_> {
             self.y.buffer,
         ];
         Ok((params, buffers))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f16_weights_clamp_then_round_to_nearest_even() {
+        let cases: [(f32, f32); 10] = [
+            (0.0, 0.0),
+            (1.5, 1.5),
+            // Past f16's largest finite value: clamped, never infinite.
+            (65504.0, 65504.0),
+            (70000.0, 65504.0),
+            (-1.0e9, -65504.0),
+            (f32::INFINITY, 65504.0),
+            // Halfway between 1 and the next f16 (1 + 2^-10): to even (1); above halfway: up.
+            (1.0 + 2f32.powi(-11), 1.0),
+            (1.0 + 3.0 * 2f32.powi(-11), 1.0 + 2.0 * 2f32.powi(-10)),
+            // f16 subnormals are kept (smallest 2^-24); half of the smallest ties to zero.
+            (3.0 * 2f32.powi(-24), 3.0 * 2f32.powi(-24)),
+            (2f32.powi(-25), 0.0),
+        ];
+        let (input, want): (Vec<f32>, Vec<f32>) = cases.into_iter().unzip();
+        let got: Vec<f32> = packed_to_f16(&input).iter().map(|h| h.to_f32()).collect();
+        assert_eq!(got, want);
+        // 1.5 · 2^-24 lies halfway between the subnormals 2^-24 and 2^-23: to even (2^-23).
+        assert_eq!(packed_to_f16(&[1.5 * 2f32.powi(-24)])[0].to_bits(), 2);
+        assert_eq!(packed_to_f16(&[-0.0])[0].to_bits(), 0x8000);
+    }
+
+    #[test]
+    fn f16_weights_keep_the_f32_layout_and_its_zero_padding() {
+        // cin = 5: the second group of four holds one channel and three of padding.
+        let (cout, cin, k) = (3, 5, 2);
+        let w: Vec<f32> = (0..cout * cin * k).map(|i| 1.0 + i as f32 / 3.0).collect();
+        let (shape, packed) = pack_conv(&w, cout, cin, k, 1);
+        let half = packed_to_f16(&packed);
+        assert_eq!(half.len(), packed.len());
+        for m in 0..k {
+            for c in 0..4 * shape.cin4() as usize {
+                for v in 0..cout {
+                    let i = ((m * shape.cin4() as usize + c / 4) * cout + v) * 4 + c % 4;
+                    let want = if c < cin { w[(v * cin + c) * k + (k - 1 - m)] } else { 0.0 };
+                    assert_eq!(half[i], f16::from_f32(want), "tap {m}, channel {c}, column {v}");
+                    assert_eq!(packed[i], want);
+                }
+            }
+        }
     }
 }

@@ -1,5 +1,6 @@
-// The part of the conv1d kernels that both variants share (prepended after seq_view.wgsl): the
-// parameters, the bindings and the epilogue of one output value. See conv1d.wgsl for the math.
+// The part of the conv1d kernels that every variant shares (prepended after seq_view.wgsl): the
+// parameters, every binding but the weights (binding 3: conv1d_weights_f32.wgsl or
+// conv1d_weights_f16.wgsl) and the epilogue of one output value. See conv1d.wgsl for the math.
 
 struct Params {
     x: View,
@@ -20,7 +21,6 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(3) var<storage, read> w: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 @group(0) @binding(5) var<storage, read> scale: array<f32>;
 @group(0) @binding(6) var<storage, read> x: array<vec4<f32>>;

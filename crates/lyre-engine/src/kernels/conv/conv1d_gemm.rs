@@ -16,18 +16,23 @@ pub const SOURCE: KernelSource = KernelSource {
     wgsl: concat!(
         include_str!("../shared/seq_view.wgsl"),
         include_str!("conv1d_common.wgsl"),
+        include_str!("conv1d_weights_f32.wgsl"),
+        include_str!("conv1d_gemm_stage_f32.wgsl"),
         include_str!("../shared/gemm_tile.wgsl"),
         include_str!("conv1d_gemm.wgsl")
     ),
 };
 
-/// The same kernel on cooperative matrices (`coop_tile.wgsl` in place of `gemm_tile.wgsl`).
+/// The same kernel on cooperative matrices (`coop_tile.wgsl` in place of `gemm_tile.wgsl`), with
+/// the f16 copy of the weights ([`PackedConv::weight_f16`](super::PackedConv::weight_f16)) at
+/// binding 3.
 pub const SOURCE_COOP: KernelSource = KernelSource {
     name: "conv1d_gemm_coop",
     wgsl: concat!(
         include_str!("../shared/coop_tile.wgsl"),
         include_str!("../shared/seq_view.wgsl"),
         include_str!("conv1d_common.wgsl"),
+        include_str!("conv1d_weights_f16.wgsl"),
         include_str!("conv1d_gemm.wgsl")
     ),
 };
@@ -39,7 +44,7 @@ pub(super) fn dispatch(
     site: &Conv1d,
     env: &Env,
     mut params: Params,
-    buffers: &[&wgpu::Buffer],
+    buffers: [&wgpu::Buffer; 6],
     tile: GemmTile,
 ) -> Result<Dispatch> {
     let grid = Grid {
@@ -51,13 +56,32 @@ pub(super) fn dispatch(
         },
         z: Extent::Fixed(1),
     };
-    if tile.coop && !env.ctx.has_coop_f16() {
+    let (source, buffers) =
+        if tile.coop { (SOURCE_COOP, coop_buffers(site, env, buffers)?) } else { (SOURCE, buffers) };
+    params.y_rows = tile.rows();
+    let pipeline = env.ctx.pipeline(source, &tile.constants());
+    Ok(sequence_dispatch(env, pipeline, site.label, &params, site.sessions, &buffers, grid))
+}
+
+/// `buffers` with the f16 weights in place of the f32 ones, or why the cooperative kernel cannot
+/// run on this site.
+fn coop_buffers<'a>(
+    site: &'a Conv1d,
+    env: &Env,
+    mut buffers: [&'a wgpu::Buffer; 6],
+) -> Result<[&'a wgpu::Buffer; 6]> {
+    if !env.ctx.has_coop_f16() {
         return Err(EngineError::Gpu(format!(
             "conv `{}`: the adapter has no cooperative matrices",
             site.label
         )));
     }
-    params.y_rows = tile.rows();
-    let pipeline = env.ctx.pipeline(if tile.coop { SOURCE_COOP } else { SOURCE }, &tile.constants());
-    Ok(sequence_dispatch(env, pipeline, site.label, &params, site.sessions, buffers, grid))
+    buffers[0] = site.conv.weight_f16.as_ref().ok_or_else(|| {
+        EngineError::Gpu(format!(
+            "conv `{}`: its weights have no f16 copy for the cooperative-matrix kernel (uploaded \
+             without cooperative matrices)",
+            site.label
+        ))
+    })?;
+    Ok(buffers)
 }

@@ -1,11 +1,12 @@
 // conv1d.wgsl as an implicit GEMM for layers with many rows (same math, parameters and epilogue;
-// prepended with seq_view.wgsl, conv1d_common.wgsl and gemm_tile.wgsl): C[rows × cols] = A · B
-// with A[row][(m, c)] = x[row - m·dil][c] read through the views and B the packed weights. A
-// workgroup computes BM rows × BN virtual columns; K runs over every tap m and the input channels
-// in chunks of BK (BK / 4 groups of 4), and the next chunk's loads are in flight while the
-// current one is multiplied. Rows are tiled like conv1d.wgsl: `y_rows` rows per session in
-// groups of BM (grid z), or BM rows of whole sessions per group. TM · BK = 128: each thread
-// stages two vec4s of x per chunk.
+// prepended with seq_view.wgsl, conv1d_common.wgsl, a weights file and gemm_tile.wgsl or
+// coop_tile.wgsl): C[rows × cols] = A · B with A[row][(m, c)] = x[row - m·dil][c] read through
+// the views and B the packed weights. A workgroup computes BM rows × BN virtual columns; K runs
+// over every tap m and the input channels in chunks of BK (BK / 4 groups of 4), and the next
+// chunk's loads are in flight while the current one is multiplied. Rows are tiled like
+// conv1d.wgsl: `y_rows` rows per session in groups of BM (grid z), or BM rows of whole sessions
+// per group. TM · BK = 128: each thread stages two vec4s of x per chunk. The weights are
+// WeightVecs (f32, or f16 on cooperative matrices), loaded and staged as they are.
 
 // Weight loads (vec4 of four input channels) per thread per chunk (at most 8).
 override W_LOADS: u32 = BN * BK / 4u / THREADS;
@@ -47,7 +48,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     var xb = tap_base(xs_s, xs_t, 0u);
     var x0 = vec4<f32>(0.0);
     var x1 = vec4<f32>(0.0);
-    var wr: array<vec4<f32>, 8>;
+    var wr: array<WeightVec, 8>;
     for (var j = 0u; j <= chunks; j++) {
         if (j > 0u) {
             // Stage chunk j - 1 from the registers.
@@ -56,7 +57,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
             for (var q = 0u; q < 8u; q++) {
                 if (q < W_LOADS) {
                     let f = li + q * THREADS;
-                    stage_w(f / BN, f % BN, wr[q]);
+                    stage_weight(f / BN, f % BN, wr[q]);
                 }
             }
             workgroupBarrier();
@@ -79,7 +80,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
                     let v = col0 + f % BN;
                     let g = c0 + f / BN;
                     let wv = w[(m * p.cin4 + min(g, p.cin4 - 1u)) * p.cols + min(v, p.cols - 1u)];
-                    wr[q] = select(vec4<f32>(0.0), wv, g < p.cin4 && v < p.cols);
+                    wr[q] = select(WeightVec(), wv, g < p.cin4 && v < p.cols);
                 }
             }
         }

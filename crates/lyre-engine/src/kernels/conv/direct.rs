@@ -14,6 +14,7 @@ pub const SOURCE: KernelSource = KernelSource {
     wgsl: concat!(
         include_str!("../shared/seq_view.wgsl"),
         include_str!("conv1d_common.wgsl"),
+        include_str!("conv1d_weights_f32.wgsl"),
         include_str!("conv1d.wgsl")
     ),
 };

@@ -8,7 +8,8 @@ mod depthwise_conv;
 mod direct;
 
 pub use conv1d::{
-    pack_conv, pack_conv_transpose, pack_linear, Activation, Conv1d, ConvShape, PackedConv, Residual,
+    pack_conv, pack_conv_transpose, pack_linear, packed_to_f16, Activation, Conv1d, ConvShape, PackedConv,
+    Residual,
 };
 pub use depthwise_conv::DepthwiseConv;
 
@@ -41,7 +42,7 @@ impl Conv1d<'_> {
                 Some(min_sessions) => Some(Alternative {
                     rows: RowCount::Sessions,
                     min_rows: min_sessions,
-                    dispatches: vec![conv1d_gemm::dispatch(self, env, params, &buffers, tile)?],
+                    dispatches: vec![conv1d_gemm::dispatch(self, env, params, buffers, tile)?],
                 }),
                 None => None,
             };
@@ -59,6 +60,6 @@ impl Conv1d<'_> {
     /// The GEMM kernel with the given tile, whatever the row count (for tests and tools).
     pub fn build_gemm(&self, env: &Env, tile: GemmTile) -> Result<Dispatch> {
         let (params, buffers) = self.prepare(env)?;
-        conv1d_gemm::dispatch(self, env, params, &buffers, tile)
+        conv1d_gemm::dispatch(self, env, params, buffers, tile)
     }
 }

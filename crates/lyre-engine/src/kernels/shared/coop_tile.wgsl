@@ -59,6 +59,11 @@ fn stage_w(k4: u32, col: u32, v: vec4<f32>) {
     coop_ws[col * (XS / 4u) + k4] = to_f16(v);
 }
 
+// stage_w for operands already in f16 (clamped and rounded like to_f16 when they were made).
+fn stage_w16(k4: u32, col: u32, v: vec4<f16>) {
+    coop_ws[col * (XS / 4u) + k4] = v;
+}
+
 fn clear_acc() {
     cacc00 = coop_mat16x16<f32, C>();
     cacc01 = coop_mat16x16<f32, C>();

@@ -3,13 +3,15 @@
 //! `conv.rs`, on shapes that leave partial tiles and chunks. Tiles run over the rows of all
 //! sessions as one sequence, so tiles straddle sessions.
 
-use lyre_engine::kernels::conv::Activation;
+use half::f16;
+use lyre_engine::kernels::conv::{pack_conv, packed_to_f16, Activation, Conv1d, PackedConv, Residual};
 use lyre_engine::kernels::gemm_tile::GemmTile;
 use lyre_engine::kernels::select::{Adapter, KernelChoice};
+use lyre_engine::kernels::seq_view::SeqView;
 use lyre_engine::EngineTuning;
 
 use super::conv::{dilated_conv_case, linear_case, transposed_conv_case, Kernel};
-use super::Gpu;
+use super::{randn, rng, Gpu};
 
 /// Every tile, and on an adapter with cooperative matrices every tile that has a cooperative form
 /// ([`Gpu::coop_or_required`]).
@@ -52,6 +54,51 @@ fn gemm_linear_applies_every_epilogue_flag() {
         linear_case(Kernel::Gemm(tile), 12, 256, 3, 7, Activation::None, false, seed + 2);
         linear_case(Kernel::Gemm(tile), 8, 256, 2, 65, Activation::Gelu, true, seed + 3);
     }
+}
+
+/// Upload keeps an f16 copy of the packed weights exactly where the cooperative kernel can run
+/// (bit for bit [`packed_to_f16`]); a cooperative tile over weights without one is an error that
+/// says so, not a panic or a kernel reading f32 as f16.
+#[test]
+fn cooperative_tiles_read_the_f16_copy_of_the_weights_and_refuse_weights_without_one() {
+    let gpu = Gpu::new();
+    let coop = gpu.coop_or_required();
+    // A 1×1 conv of 37 inputs (zero padding in the last group of four), weights up to ~1e3.
+    let (cout, cin) = (70, 37);
+    let w = randn(&mut rng(41), cout * cin, 300.0);
+    let (shape, packed) = pack_conv(&w, cout, cin, 1, 1);
+    let conv = PackedConv::upload(&gpu.ctx, "conv", shape, &packed, None).unwrap();
+    assert_eq!(conv.weight_f16.is_some(), coop, "an f16 copy only with cooperative matrices");
+    if let Some(half) = &conv.weight_f16 {
+        let want: Vec<u16> = packed_to_f16(&packed).iter().map(|h| h.to_bits()).collect();
+        assert_eq!(gpu.read::<u16>(half), want);
+    }
+    let f32_only = PackedConv { shape, weight: gpu.buf(&packed), weight_f16: None, bias: None };
+    let rows = 4u32;
+    let x = gpu.buf(&vec![0f32; rows as usize * shape.in_stride() as usize]);
+    let y = gpu.buf(&vec![0f32; rows as usize * cout]);
+    let sessions = gpu.sessions(&[(0, 0)]);
+    let site = Conv1d {
+        label: "f32 only",
+        conv: &f32_only,
+        x: SeqView::dense(&x, shape.in_stride(), rows),
+        y: SeqView::dense(&y, cout as u32, rows),
+        rows_in: rows,
+        sessions: &sessions,
+        activation: Activation::None,
+        scale: None,
+        residual: Residual::None,
+    };
+    let err = match site.build_gemm(&gpu.env(), GemmTile::COOP_WIDE) {
+        Ok(_) => panic!("a cooperative tile ran over weights without an f16 copy"),
+        Err(e) => e.to_string(),
+    };
+    let why = if coop { "no f16 copy" } else { "no cooperative matrices" };
+    assert!(err.contains("`f32 only`") && err.contains(why), "{err}");
+    // The register tile reads the f32 weights whatever the adapter.
+    assert!(site.build_gemm(&gpu.env(), GemmTile::ROWS_64).is_ok());
+    assert_eq!(f16::from_f32(1e6), f16::INFINITY, "unclamped, 1e6 would be infinite");
+    assert_eq!(packed_to_f16(&[1e6])[0], f16::MAX);
 }
 
 /// (rows per session, virtual columns, sessions, GEMM faster?) of the codec's layers at the
