@@ -142,7 +142,8 @@ fn gemm_split(level: &Level, n: u32, k: u32, buffer_bytes: u64, max_split: u32) 
             && largest_grid <= SPLIT_TILE_COUNTERS
     };
     let mut split = 1;
-    while split * 2 <= limit && tiles * split < level.target_groups && chunks >= 4 * split && fits(2 * split) {
+    while split * 2 <= limit && tiles * split < level.target_groups && chunks >= 4 * split && fits(2 * split)
+    {
         split *= 2;
     }
     split
@@ -375,7 +376,10 @@ mod tests {
         let wgsl = include_str!("../matmul/split_k.wgsl");
         let words = |name: &str| {
             let line = wgsl.lines().find(|l| l.starts_with(&format!("const {name}: u32 = "))).unwrap();
-            line.trim_start_matches(&format!("const {name}: u32 = ")).trim_end_matches("u;").parse::<u64>().unwrap()
+            line.trim_start_matches(&format!("const {name}: u32 = "))
+                .trim_end_matches("u;")
+                .parse::<u64>()
+                .unwrap()
         };
         assert_eq!(words("TILE_COUNTERS"), SPLIT_TILE_COUNTERS);
         assert_eq!(words("SUMSQ_AT"), SPLIT_TILE_COUNTERS);
