@@ -15,11 +15,11 @@ override SPLIT: u32 = 1u;
 // Weight loads (vec2 of four bf16) per thread per chunk: BN columns × BK / 4 / threads (≤ 8).
 override W_LOADS: u32 = BN * BK / 4u / THREADS;
 
-// The only workgroup variables besides the tile's: 1 KiB and 16 bytes, multiples of 16 bytes
-// (see coop_tile.wgsl; with a u32 beside row_sums the cooperative tile's sums came back shifted
-// by one column on an H200).
+// The only workgroup variable besides the tile's: 1 KiB, a multiple of 16 bytes (see
+// coop_tile.wgsl; with a u32 beside it the cooperative tile's sums came back shifted by one
+// column on an H200), and all the cooperative tile leaves of 48 KiB: split_k.wgsl passes its
+// flag through row_sums[0].
 var<workgroup> row_sums: array<f32, 256>;
-var<workgroup> wg_last: vec4<u32>;
 
 @compute @workgroup_size(THREADS)
 fn main(

@@ -30,7 +30,9 @@ fn store_partial_sumsq(z: u32, rows: u32, row: u32, v: f32) {
 }
 
 // Whether this workgroup is the last of tile `tile`'s SPLIT workgroups to arrive, after its
-// partials are stored (workgroup-uniform). The last resets the tile's counter.
+// partials are stored (workgroup-uniform). The last resets the tile's counter. The answer goes
+// through row_sums[0] (every read of row_sums is before the barrier): the cooperative tile
+// leaves no room for another workgroup variable.
 fn last_of_tile(t: u32, tile: u32) -> bool {
     storageBarrier();
     if (t == 0u) {
@@ -39,9 +41,9 @@ fn last_of_tile(t: u32, tile: u32) -> bool {
         if (last) {
             atomicStore(&part[tile], 0u);
         }
-        wg_last = vec4<u32>(u32(last));
+        row_sums[0] = select(0.0, 1.0, last);
     }
-    return workgroupUniformLoad(&wg_last).x != 0u;
+    return workgroupUniformLoad(&row_sums[0]) != 0.0;
 }
 
 // The tile at (r0, n0): the partials added in z order, scaled by the row's RMS factor (from
