@@ -2,8 +2,8 @@
 # The benchmark driver for an NVIDIA GPU host (H100, H200: Vulkan through the NVIDIA driver). Run
 # from the checkout root there, with `.gl` and `.dev` carried (and `.whl` for the official and
 # peer baselines); scripts/device/prepare.sh fills them here. Results go to $OUT as two files.
-#   nvidia.sh tests     the kernel tests (CPU references) on the GPU
-#   nvidia.sh bench     `lyre bench` of both models at BATCHES only (the first part of engine)
+#   nvidia.sh tests     the kernel tests (CPU references) on the GPU (TEST_FILTERS, TEST_TIMEOUT)
+#   nvidia.sh bench     `lyre bench` of both models (or MODELS) at BATCHES only (the first part of engine)
 #   nvidia.sh engine    `lyre bench`: 0.6B and 1.7B CustomVoice at BATCHES (1,8,32,64,256), per-dispatch
 #                       profiles at 8/32/64, the KV cache in f32/f16 and attention split/unsplit
 #                       after 500 and 2000 positions, 0.6B Base at 8/32 (the batch peer's checkpoint)
@@ -20,7 +20,8 @@
 #   nvidia.sh sweep     0.6B at BATCHES (1,8,32,64) under each [engine.tuning] variant of
 #                       scripts/device/sweep.txt, against the defaults run first and last
 #   nvidia.sh ab        .dev/lyre against every .dev/lyre-NAME (other builds, put there by hand),
-#                       twice each in turn, at AB_BATCHES; AB_ARGS adds `lyre bench` arguments
+#                       AB_ROUNDS (2) times each in turn, at AB_BATCHES; AB_ARGS adds `lyre bench`
+#                       arguments
 # Every mode ends by writing $OUT/latest.json (scripts/device/latest.py) from what it measured,
 # and everything else lands in $OUT/results.tgz, saved after each step. The files themselves are
 # written in a work folder: the device tool brings back only a few files from $OUT, so a run cut
@@ -85,9 +86,11 @@ wheels() { # wheels DIR PATTERN...: install the carried wheels matching PATTERNs
     > "$OUT/pip-$(basename "$dir").log" 2>&1 || { log "pip $dir failed"; tail -3 "$OUT/pip-$(basename "$dir").log"; }
 }
 
-kernel_tests() {
+kernel_tests() { # TEST_FILTERS narrows them; a hung test is killed after TEST_TIMEOUT seconds
   for t in .dev/test-kernels .dev/test-decoder; do
-    $t --test-threads 1 kernels linear fused conv attention decode_layer > "$OUT/$(basename $t).log" 2>&1
+    # shellcheck disable=SC2086 # the filters split into words on purpose
+    timeout "${TEST_TIMEOUT:-300}" $t --test-threads 1 ${TEST_FILTERS:-kernels linear fused conv attention decode_layer} \
+      > "$OUT/$(basename $t).log" 2>&1
     echo "$(basename $t): $(grep -E '^test result' "$OUT/$(basename $t).log")"
     grep -E "FAILED|panicked" "$OUT/$(basename $t).log" | head -5
   done
@@ -163,12 +166,17 @@ tests)
   kernel_tests
   ;;
 bench|engine)
-  model 0.6B-CustomVoice /tmp/m06
-  bench 0.6b /tmp/m06 --batch "${BATCHES:-1,8,32,64,256}" --frames 20
-  save
-  model 1.7B-CustomVoice /tmp/m17
-  bench 1.7b /tmp/m17 --batch "${BATCHES:-1,8,32,64,256}" --frames 20
-  save
+  # MODELS="1.7b" benches one model only.
+  if [[ " ${MODELS:-0.6b 1.7b} " == *" 0.6b "* ]]; then
+    model 0.6B-CustomVoice /tmp/m06
+    bench 0.6b /tmp/m06 --batch "${BATCHES:-1,8,32,64,256}" --frames 20
+    save
+  fi
+  if [[ " ${MODELS:-0.6b 1.7b} " == *" 1.7b "* ]]; then
+    model 1.7B-CustomVoice /tmp/m17
+    bench 1.7b /tmp/m17 --batch "${BATCHES:-1,8,32,64,256}" --frames 20
+    save
+  fi
   [ "$1" = bench ] && return
   bench profile-0.6b /tmp/m06 --batch 8,32,64 --frames 3 --profile-dispatches
   save
@@ -229,7 +237,7 @@ sweep)
   ;;
 ab)
   model 0.6B-CustomVoice /tmp/m06
-  for r in 1 2; do
+  for r in $(seq "${AB_ROUNDS:-2}"); do
     for l in .dev/lyre .dev/lyre-*; do
       [ -x "$l" ] || continue
       local name=${l#.dev/lyre}
