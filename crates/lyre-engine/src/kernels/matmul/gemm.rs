@@ -1,8 +1,9 @@
 //! The register-blocked GEMM for matmuls over many rows (`matmul_bf16_gemm.wgsl`, on the tile of
-//! `gemm_tile.wgsl` or `coop_tile.wgsl`). Which tile and split a tick's row count takes is
-//! [`KernelChoice::matmul_plan`](crate::kernels::select::KernelChoice::matmul_plan)'s. With K
-//! split, the partial sums go to the shared [`Env::partials`] buffer and the last workgroup of
-//! each tile adds them in a fixed order (`split_k.wgsl`): one dispatch either way.
+//! `gemm_tile.wgsl` or `coop_tile.wgsl`) and the reduction of its split-K partials
+//! (`matmul_split_reduce.wgsl`). Which tile and split a tick's row count takes is
+//! [`KernelChoice::matmul_plan`](crate::kernels::select::KernelChoice::matmul_plan)'s; the
+//! partial sums go to the shared [`Env::partials`] buffer and a second dispatch adds them in a
+//! fixed order.
 
 use super::site::{Matmul, Params};
 use crate::error::{EngineError, Result};
@@ -17,7 +18,6 @@ pub const SOURCE: KernelSource = KernelSource {
         include_str!("matmul_common.wgsl"),
         include_str!("matmul_weights4.wgsl"),
         include_str!("../shared/gemm_tile.wgsl"),
-        include_str!("split_k.wgsl"),
         include_str!("matmul_bf16_gemm.wgsl")
     ),
 };
@@ -29,20 +29,31 @@ pub const SOURCE_COOP: KernelSource = KernelSource {
         include_str!("../shared/bf16.wgsl"),
         include_str!("matmul_common.wgsl"),
         include_str!("matmul_weights4.wgsl"),
-        include_str!("split_k.wgsl"),
         include_str!("matmul_bf16_gemm.wgsl")
     ),
 };
+pub const SOURCE_REDUCE: KernelSource = KernelSource {
+    name: "matmul_split_reduce",
+    wgsl: concat!(
+        include_str!("../shared/bf16.wgsl"),
+        include_str!("matmul_common.wgsl"),
+        include_str!("matmul_weights4.wgsl"),
+        include_str!("matmul_split_reduce.wgsl")
+    ),
+};
 
-/// The GEMM dispatch.
-pub(super) fn dispatch(
+/// Columns per workgroup of the reduction.
+const REDUCE_COLS: u32 = 256;
+
+/// The GEMM dispatch and, when K is split, the reduction after it.
+pub(super) fn dispatches(
     site: &Matmul,
     env: &Env,
     params: Params,
     buffers: &[&wgpu::Buffer; 5],
     tile: GemmTile,
     split: u32,
-) -> Result<Dispatch> {
+) -> Result<Vec<Dispatch>> {
     if !site.k.is_multiple_of(tile.bk)
         || !tile.is_known()
         || split == 0
@@ -64,7 +75,7 @@ pub(super) fn dispatch(
     let mut constants = tile.constants().to_vec();
     constants.extend([("SPLIT", split as f64), input]);
     let gemm = ctx.pipeline(if tile.coop { SOURCE_COOP } else { SOURCE }, &constants);
-    Ok(Dispatch {
+    let mut out = vec![Dispatch {
         label: site.label.to_string(),
         bind_group: ctx.bind_group(site.label, &gemm, &bound),
         pipeline: gemm,
@@ -74,5 +85,23 @@ pub(super) fn dispatch(
             z: Extent::Fixed(split),
         },
         alternatives: Vec::new(),
-    })
+    }];
+    if split > 1 {
+        let reduce = ctx.pipeline(SOURCE_REDUCE, &[("SPLIT", split as f64), input]);
+        // The reduction reads neither the weights (2) nor gamma (6).
+        let used: Vec<(u32, &wgpu::Buffer)> = bound
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| ![2, 6].contains(i))
+            .map(|(i, &b)| (i as u32, b))
+            .collect();
+        out.push(Dispatch {
+            label: site.label.to_string(),
+            bind_group: ctx.bind_group_at(site.label, &reduce, &used),
+            pipeline: reduce,
+            grid: Grid::new(Extent::Fixed(groups(site.n, REDUCE_COLS)), Extent::rows(site.rows)),
+            alternatives: Vec::new(),
+        });
+    }
+    Ok(out)
 }

@@ -6,27 +6,24 @@
 // The loads of chunk c + 1 are issued into registers before chunk c is multiplied, so they are
 // in flight during the FMAs; the input transform (gamma, SwiGLU gate) is applied when staging.
 //
-// With SPLIT = 1 the epilogue is applied here; in the RMS-normed mode the row's sum of squares
-// is gathered from the threads that staged its x. SPLIT > 1 splits K over grid z
-// (split_k.wgsl): each workgroup stores its raw partial block, and the last of a tile's SPLIT
-// workgroups to finish adds the partials in z order and applies the epilogue.
+// SPLIT > 1 splits K over grid z: each workgroup writes its raw partial block to `part`
+// ([z][rows][n]) and matmul_split_reduce.wgsl adds the partials in order and applies the
+// epilogue. With SPLIT = 1 the epilogue is applied here; in the RMS-normed mode the row's sum of
+// squares is gathered from the threads that staged its x.
 
 override SPLIT: u32 = 1u;
 // Weight loads (vec2 of four bf16) per thread per chunk: BN columns × BK / 4 / threads (≤ 8).
 override W_LOADS: u32 = BN * BK / 4u / THREADS;
 
+@group(0) @binding(7) var<storage, read_write> part: array<f32>;
+
 // The only workgroup variable besides the tile's: 1 KiB, a multiple of 16 bytes (see
 // coop_tile.wgsl; with a u32 beside it the cooperative tile's sums came back shifted by one
-// column on an H200), and all the cooperative tile leaves of 48 KiB: split_k.wgsl passes its
-// flag through row_sums[0].
+// column on an H200).
 var<workgroup> row_sums: array<f32, 256>;
 
 @compute @workgroup_size(THREADS)
-fn main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) grid: vec3<u32>,
-    @builtin(local_invocation_index) t: u32,
-) {
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     // Not used for control flow around barriers, so it need not be workgroup-uniform.
     let rows = counts[p.rows_index];
     let n0 = wid.x * BN;
@@ -109,35 +106,29 @@ fn main(
     }
     flush_acc(tx, ty);
 
-    if (INPUT == INPUT_RMS) {
-        row_sums[t] = ss;
-    }
-    workgroupBarrier();
     if (SPLIT > 1u) {
         for (var q = 0u; q < TM; q++) {
             let row = r0 + block_row(ty, q);
             if (row >= rows) {
                 continue;
             }
+            let base = (wid.z * rows + row) * p.n;
             for (var j = 0u; j < TN / 4u; j++) {
                 let v = acc_at(tx, ty, q, j);
                 let c0 = n0 + block_col(tx, j);
                 for (var e = 0u; e < 4u; e++) {
                     if (c0 + e < p.n) {
-                        store_partial(wid.z, rows, row, c0 + e, v[e]);
+                        part[base + c0 + e] = v[e];
                     }
                 }
             }
         }
-        if (INPUT == INPUT_RMS && t < BM && r0 + t < rows) {
-            store_partial_sumsq(wid.z, rows, r0 + t, staged_sumsq(t));
-        }
-        if (!last_of_tile(t, wid.y * grid.x + wid.x)) {
-            return;
-        }
-        finish_tile(t, rows, r0, n0);
         return;
     }
+    if (INPUT == INPUT_RMS) {
+        row_sums[t] = ss;
+    }
+    workgroupBarrier();
     for (var q = 0u; q < TM; q++) {
         let lr = block_row(ty, q);
         let row = r0 + lr;
@@ -146,7 +137,12 @@ fn main(
         }
         var scale = 1.0;
         if (INPUT == INPUT_RMS) {
-            scale = row_scale(staged_sumsq(lr));
+            // Row lr was staged by threads 2 lr + 2 BM m and 2 lr + 1 + 2 BM m.
+            var q2 = 0.0;
+            for (var m = 0u; m < THREADS / (2u * BM); m++) {
+                q2 += row_sums[2u * lr + 2u * BM * m] + row_sums[2u * lr + 1u + 2u * BM * m];
+            }
+            scale = row_scale(q2);
         }
         for (var j = 0u; j < TN / 4u; j++) {
             let v = acc_at(tx, ty, q, j) * scale;
@@ -158,16 +154,6 @@ fn main(
             }
         }
     }
-}
-
-// The sum of squares of tile row lr's x over this workgroup's K range, from row_sums: row lr
-// was staged by threads 2 lr + 2 BM m and 2 lr + 1 + 2 BM m.
-fn staged_sumsq(lr: u32) -> f32 {
-    var q2 = 0.0;
-    for (var m = 0u; m < THREADS / (2u * BM); m++) {
-        q2 += row_sums[2u * lr + 2u * BM * m] + row_sums[2u * lr + 1u + 2u * BM * m];
-    }
-    return q2;
 }
 
 // Index (in vec2s of four bf16) of weight load f of the chunk c of the tile at column n0:

@@ -15,12 +15,13 @@ use crate::kernels::select::MatmulKernel;
 use crate::kernels::Env;
 
 /// The kernels of this family.
-pub(super) const SOURCES: [KernelSource; 6] = [
+pub(super) const SOURCES: [KernelSource; 7] = [
     matvec::SOURCE,
     matvec::SOURCE_SUBGROUP,
     matvec::SOURCE_VEC,
     few_rows::SOURCE,
     gemm::SOURCE,
+    gemm::SOURCE_REDUCE,
     gemm::SOURCE_COOP,
 ];
 
@@ -41,12 +42,12 @@ impl Matmul<'_> {
         Ok(d)
     }
 
-    /// The dispatches of `kernel` (one each).
+    /// The dispatches of `kernel`: one, or a split-K GEMM and its reduction.
     pub fn build_sequence(&self, env: &Env, kernel: MatmulKernel) -> Result<Vec<Dispatch>> {
         match kernel {
             MatmulKernel::Gemm { tile, split } => {
                 let (params, buffers) = self.prepare(env)?;
-                Ok(vec![gemm::dispatch(self, env, params, &buffers, tile, split)?])
+                gemm::dispatches(self, env, params, &buffers, tile, split)
             }
             MatmulKernel::FewRows { quads, split, cpt } => {
                 let (params, buffers) = self.prepare(env)?;

@@ -65,16 +65,10 @@ impl MatmulPlan {
     }
 }
 
-/// Bytes of split-K partial blocks a tick plan provides: 1023 rows of 8192 columns.
+/// Bytes of split-K partials a tick plan provides: 1023 rows of 8192 columns.
 const PARTIALS_BYTES: u64 = 1023 * 8 * 1024 * 4;
 /// The most ways K is split.
 pub const MAX_SPLIT: u32 = 32;
-/// `split_k.wgsl`'s layout of the partials buffer, in 32-bit words: an arrival counter per tile
-/// of a split GEMM's grid, the partial sums of squares (`[split][rows]`, at most MAX_SPLIT ×
-/// 1024), then the partial blocks.
-const SPLIT_TILE_COUNTERS: u64 = 16384;
-const SPLIT_SUMSQ_WORDS: u64 = MAX_SPLIT as u64 * 1024;
-const SPLIT_HEADER_BYTES: u64 = (SPLIT_TILE_COUNTERS + SPLIT_SUMSQ_WORDS) * 4;
 /// Threads per workgroup of the few-rows kernel.
 pub const FEW_ROWS_THREADS: u32 = 256;
 /// Workgroups the few-rows kernel's split of K aims for.
@@ -127,22 +121,16 @@ fn few_rows_split(n: u32, k: u32, quads: u32, cpt: u32, target: u32) -> u32 {
 }
 
 /// Doubles the GEMM's split while the grid is short of the level's target, each split keeps at
-/// least two chunks of K, and the level's largest tick fits a buffer of `buffer_bytes` laid out
-/// as `split_k.wgsl` reads it (its tiles' counters, sums of squares and partial blocks).
-fn gemm_split(level: &Level, n: u32, k: u32, buffer_bytes: u64, max_split: u32) -> u32 {
+/// least two chunks of K, and the partials of the level's largest tick fit `partial_bytes`.
+fn gemm_split(level: &Level, n: u32, k: u32, partial_bytes: u64, max_split: u32) -> u32 {
     let tiles = groups(n, level.tile.cols()) * groups(level.min_rows, level.tile.rows());
     let chunks = k / level.tile.bk;
     let limit = max_split.min(MAX_SPLIT);
-    let block_bytes = buffer_bytes.saturating_sub(SPLIT_HEADER_BYTES);
-    let fits = |split: u32| {
-        let rows = level.max_rows as u64;
-        let largest_grid = groups(n, level.tile.cols()) as u64 * rows.div_ceil(level.tile.rows() as u64);
-        split as u64 * rows * n as u64 * 4 <= block_bytes
-            && split as u64 * rows <= SPLIT_SUMSQ_WORDS
-            && largest_grid <= SPLIT_TILE_COUNTERS
-    };
     let mut split = 1;
-    while split * 2 <= limit && tiles * split < level.target_groups && chunks >= 4 * split && fits(2 * split)
+    while split * 2 <= limit
+        && tiles * split < level.target_groups
+        && chunks >= 4 * split
+        && (2 * split) as u64 * level.max_rows as u64 * n as u64 * 4 <= partial_bytes
     {
         split *= 2;
     }
@@ -209,7 +197,7 @@ impl KernelChoice {
     /// [`Env::partials`](crate::kernels::Env::partials).
     pub fn partials_bytes(&self) -> u64 {
         if self.gemm_min_rows().is_some() {
-            SPLIT_HEADER_BYTES + PARTIALS_BYTES
+            PARTIALS_BYTES
         } else {
             16
         }
@@ -338,7 +326,7 @@ mod tests {
 
     #[test]
     fn splits_fill_the_grid_within_the_partials() {
-        let partials = SPLIT_HEADER_BYTES + PARTIALS_BYTES;
+        let partials = PARTIALS_BYTES;
         for level in levels_with(GemmTile::ROWS_128) {
             for (n, k) in SHAPES {
                 let split = gemm_split(&level, n, k, partials, MAX_SPLIT);
@@ -347,7 +335,7 @@ mod tests {
                     assert_eq!(split, 1, "no split from {} rows", level.min_rows);
                     continue;
                 }
-                let fits = |s: u32| s as u64 * level.max_rows as u64 * n as u64 * 4 <= PARTIALS_BYTES;
+                let fits = |s: u32| s as u64 * level.max_rows as u64 * n as u64 * 4 <= partials;
                 assert!(split == 1 || fits(split), "{n}x{k} at {} rows: partials overflow", level.min_rows);
                 assert!(k / level.tile.bk / split >= 2, "{n}x{k}: fewer than two chunks per split");
                 // Stopped for a reason: the target reached, K too short, the partials full, or the cap.
@@ -364,26 +352,9 @@ mod tests {
         let level = &levels_with(GemmTile::ROWS_128)[1];
         assert_eq!(level.tile, GemmTile::ROWS_32);
         // o: 16 column tiles of 64, K = 2048 in 64 chunks of 32 → 32 splits of 2 chunks.
-        assert_eq!(gemm_split(level, 1024, 2048, SPLIT_HEADER_BYTES + PARTIALS_BYTES, MAX_SPLIT), 32);
+        assert_eq!(gemm_split(level, 1024, 2048, PARTIALS_BYTES, MAX_SPLIT), 32);
         // Without room for partials there is no split.
         assert_eq!(gemm_split(level, 1024, 2048, 16, MAX_SPLIT), 1);
-        // Room for 32 rows × 1024 columns eight times over: a split of 8.
-        assert_eq!(gemm_split(level, 1024, 2048, SPLIT_HEADER_BYTES + (1 << 20), MAX_SPLIT), 8);
-    }
-
-    #[test]
-    fn the_split_k_kernel_reads_the_partials_buffer_as_laid_out_here() {
-        let wgsl = include_str!("../matmul/split_k.wgsl");
-        let words = |name: &str| {
-            let line = wgsl.lines().find(|l| l.starts_with(&format!("const {name}: u32 = "))).unwrap();
-            line.trim_start_matches(&format!("const {name}: u32 = "))
-                .trim_end_matches("u;")
-                .parse::<u64>()
-                .unwrap()
-        };
-        assert_eq!(words("TILE_COUNTERS"), SPLIT_TILE_COUNTERS);
-        assert_eq!(words("SUMSQ_AT"), SPLIT_TILE_COUNTERS);
-        assert_eq!(words("PARTIALS_AT") * 4, SPLIT_HEADER_BYTES);
     }
 
     #[test]
