@@ -69,27 +69,32 @@ fn backends() -> [Backend; 3] {
     ]
 }
 
-/// Parses `prelude` + the kernel, validates it with `capabilities`, resolves the overrides
-/// (`constants`; the rest keep their defaults) and translates it.
-fn compile(kernel: &CompiledKernel, backend: &Backend, constants: &[(&str, f64)]) -> Result<usize, String> {
+/// Parses `prelude` + the kernel, validates it with `capabilities` and resolves the overrides
+/// (`constants`; the rest keep their defaults).
+fn resolve(
+    kernel: &CompiledKernel,
+    capabilities: Capabilities,
+    constants: &[(&str, f64)],
+) -> Result<(naga::Module, ModuleInfo), String> {
     let source = format!("{}{}", kernel.prelude, kernel.kernel.wgsl);
     let module = naga::front::wgsl::parse_str(&source).map_err(|e| e.emit_to_string(&source))?;
-    let mut validator = Validator::new(ValidationFlags::all(), backend.capabilities);
+    let mut validator = Validator::new(ValidationFlags::all(), capabilities);
     let info = validator.validate(&module).map_err(|e| format!("validation: {e:?}"))?;
     let constants: PipelineConstants = constants.iter().map(|&(k, v)| (k.to_string(), v)).collect();
     let (module, info) = process_overrides(&module, &info, None, &constants).map_err(|e| format!("{e:?}"))?;
+    Ok((module.into_owned(), info.into_owned()))
+}
+
+/// [`resolve`]s the kernel with the backend's capabilities and translates it.
+fn compile(kernel: &CompiledKernel, backend: &Backend, constants: &[(&str, f64)]) -> Result<usize, String> {
+    let (module, info) = resolve(kernel, backend.capabilities, constants)?;
     (backend.translate)(&module, &info)
 }
 
 /// Bytes of workgroup memory `kernel` declares with `constants` resolved (the sum of its
 /// workgroup variables, each rounded up to 16 bytes as drivers lay them out).
 fn workgroup_bytes(kernel: &CompiledKernel, constants: &[(&str, f64)]) -> u64 {
-    let source = format!("{}{}", kernel.prelude, kernel.kernel.wgsl);
-    let module = naga::front::wgsl::parse_str(&source).expect("parses");
-    let info =
-        Validator::new(ValidationFlags::all(), Capabilities::all()).validate(&module).expect("validates");
-    let constants: PipelineConstants = constants.iter().map(|&(k, v)| (k.to_string(), v)).collect();
-    let (module, _) = process_overrides(&module, &info, None, &constants).expect("overrides resolve");
+    let (module, _) = resolve(kernel, Capabilities::all(), constants).unwrap();
     let mut layouter = naga::proc::Layouter::default();
     layouter.update(module.to_ctx()).expect("layout");
     module
