@@ -167,17 +167,18 @@ tests)
   ;;
 bench|engine)
   # MODELS="1.7b" benches one model only.
-  if [[ " ${MODELS:-0.6b 1.7b} " == *" 0.6b "* ]]; then
-    model 0.6B-CustomVoice /tmp/m06
-    bench 0.6b /tmp/m06 --batch "${BATCHES:-1,8,32,64,256}" --frames 20
+  local m dir
+  for m in ${MODELS:-0.6b 1.7b}; do
+    case $m in
+      0.6b) model 0.6B-CustomVoice /tmp/m06; dir=/tmp/m06 ;;
+      1.7b) model 1.7B-CustomVoice /tmp/m17; dir=/tmp/m17 ;;
+      *) log "unknown model $m"; continue ;;
+    esac
+    bench "$m" "$dir" --batch "${BATCHES:-1,8,32,64,256}" --frames 20
     save
-  fi
-  if [[ " ${MODELS:-0.6b 1.7b} " == *" 1.7b "* ]]; then
-    model 1.7B-CustomVoice /tmp/m17
-    bench 1.7b /tmp/m17 --batch "${BATCHES:-1,8,32,64,256}" --frames 20
-    save
-  fi
+  done
   [ "$1" = bench ] && return
+  model 0.6B-CustomVoice /tmp/m06 # the rest of engine times 0.6B, whatever MODELS held
   bench profile-0.6b /tmp/m06 --batch 8,32,64 --frames 3 --profile-dispatches
   save
   for c in 500 2000; do
