@@ -20,8 +20,8 @@
 #   nvidia.sh sweep     0.6B at BATCHES (1,8,32,64) under each [engine.tuning] variant of
 #                       scripts/device/sweep.txt, against the defaults run first and last
 #   nvidia.sh ab        .dev/lyre against every .dev/lyre-NAME (other builds, put there by hand),
-#                       AB_ROUNDS (2) times each in turn, at AB_BATCHES; AB_ARGS adds `lyre bench`
-#                       arguments
+#                       AB_ROUNDS (2) times each in turn, at AB_BATCHES, on AB_MODELS (0.6b);
+#                       AB_ARGS adds `lyre bench` arguments
 # Every mode ends by writing $OUT/latest.json (scripts/device/latest.py) from what it measured,
 # and everything else lands in $OUT/results.tgz, saved after each step. The files themselves are
 # written in a work folder: the device tool brings back only a few files from $OUT, so a run cut
@@ -58,7 +58,15 @@ log() { echo "[$(date +%T)] $*"; }
 model() { # model NAME DIR
   [ -e "$2/model.safetensors" ] && return
   python3 .dev/make_random_real.py ".dev/manifests/Qwen3-TTS-12Hz-$1.json" "$2" --tokenizer-dir .dev/tok > "$OUT/make-$1.log" 2>&1 \
-    || { log "make_random_real $1 failed"; tail -5 "$OUT/make-$1.log"; exit 1; }
+    || { log "make_random_real $1 failed" >&2; tail -5 "$OUT/make-$1.log" >&2; exit 1; }
+}
+
+model_dir() { # model_dir 0.6b|1.7b: makes the CustomVoice checkpoint, prints its folder
+  case $1 in
+    0.6b) model 0.6B-CustomVoice /tmp/m06 && echo /tmp/m06 ;;
+    1.7b) model 1.7B-CustomVoice /tmp/m17 && echo /tmp/m17 ;;
+    *) log "unknown model $1" >&2; return 1 ;;
+  esac
 }
 
 bench() { # bench TAG DIR ARGS... (env set by the caller)
@@ -169,11 +177,7 @@ bench|engine)
   # MODELS="1.7b" benches one model only.
   local m dir
   for m in ${MODELS:-0.6b 1.7b}; do
-    case $m in
-      0.6b) model 0.6B-CustomVoice /tmp/m06; dir=/tmp/m06 ;;
-      1.7b) model 1.7B-CustomVoice /tmp/m17; dir=/tmp/m17 ;;
-      *) log "unknown model $m"; continue ;;
-    esac
+    dir=$(model_dir "$m") || continue
     bench "$m" "$dir" --batch "${BATCHES:-1,8,32,64,256}" --frames 20
     save
   done
@@ -237,14 +241,17 @@ sweep)
   python3 scripts/device/sweep_table.py "$OUT" | tee "$OUT/sweep.txt"
   ;;
 ab)
-  model 0.6B-CustomVoice /tmp/m06
-  for r in $(seq "${AB_ROUNDS:-2}"); do
-    for l in .dev/lyre .dev/lyre-*; do
-      [ -x "$l" ] || continue
-      local name=${l#.dev/lyre}
-      # shellcheck disable=SC2086 # AB_ARGS splits into words on purpose
-      LYRE=$l bench "ab${name:--base}-$r" /tmp/m06 --batch "${AB_BATCHES:-1,8,32,64}" --frames "${FRAMES:-20}" ${AB_ARGS:-}
-      save
+  local m dir
+  for m in ${AB_MODELS:-0.6b}; do
+    dir=$(model_dir "$m") || continue
+    for r in $(seq "${AB_ROUNDS:-2}"); do
+      for l in .dev/lyre .dev/lyre-*; do
+        [ -x "$l" ] || continue
+        local name=${l#.dev/lyre}
+        # shellcheck disable=SC2086 # AB_ARGS splits into words on purpose
+        LYRE=$l bench "ab-$m${name:--base}-$r" "$dir" --batch "${AB_BATCHES:-1,8,32,64}" --frames "${FRAMES:-20}" ${AB_ARGS:-}
+        save
+      done
     done
   done
   ;;

@@ -247,3 +247,21 @@ fn the_catalog_holds_every_wgsl_file_and_unique_names() {
     }
     assert!(files >= 40, "{files} WGSL files found");
 }
+
+/// The workgroup memory the engine reckons for the persistent layer before it picks it
+/// (`layer::workgroup_bytes`, checked against the adapter's limit) covers what the kernel
+/// declares at the real models' sizes: wgpu does not check a pipeline's workgroup memory, and
+/// one over the limit hangs the GPU.
+#[test]
+fn the_persistent_layer_reckons_its_workgroup_memory() {
+    use lyre_engine::kernels::attention::Heads;
+    use lyre_engine::kernels::layer;
+    let kernel = catalog::all().into_iter().find(|k| k.kernel.name == "decode_layer").unwrap();
+    let heads = Heads { n_heads: 16, n_kv_heads: 8, head_dim: 128 };
+    for (hidden, inter) in [(1024u32, 3072u32), (2048, 6144)] {
+        let widest = hidden.max(heads.q_width()).max(inter);
+        let declared = workgroup_bytes(&kernel, &[("VEC4S", (widest / 4) as f64)]);
+        let reckoned = layer::workgroup_bytes(heads, hidden, inter);
+        assert!(declared <= u64::from(reckoned), "hidden {hidden}: {declared} declared, {reckoned} reckoned");
+    }
+}

@@ -19,14 +19,16 @@ use crate::support::*;
 const STEPS: u32 = 6;
 const SLOT: u32 = 1;
 
-/// Sizes in units of the subgroup, so that on any adapter every phase has rows of at least four
-/// 16-byte loads per lane (the early-fetched first step) plus a remainder, and a row pair past
-/// the last row.
+/// Sizes in units of the subgroup, so that on any adapter the dot products take every step of
+/// decode_layer_dot.wgsl: rows of hidden width (qkv, gate_up) are 8 · SG + 1 vec4s (the
+/// eight-load step, then one more load on lane 0), the half rows of `down` 7 · SG + 1 (a step
+/// of eight on lane 0, steps of four, two and one on the others), those of `o` 4 · SG (one step
+/// of four); and a row pair past the last row.
 fn shape(subgroup: u32) -> StackShape {
     let sg = subgroup as usize;
     StackShape {
-        hidden: 32 * sg + 8,
-        inter: 64 * sg + 16,
+        hidden: 64 * sg + 8,
+        inter: 112 * sg + 16,
         layers: 2,
         // head_dim = 4 lanes' worth of dims: the split attend_head needs on any subgroup size.
         heads: Heads { n_heads: 16, n_kv_heads: 4, head_dim: 4 * subgroup },

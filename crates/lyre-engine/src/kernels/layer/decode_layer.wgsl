@@ -135,16 +135,35 @@ fn load_input(t: u32, which: u32, n: u32) -> f32 {
     return ss;
 }
 
-// vec_in = rmsnorm(x) · gamma.
+// vec_in = rmsnorm(x) · gamma. A thread's first gamma load is issued before the sum of squares,
+// so that its latency hides behind the sum's instead of following it.
 fn load_normed(t: u32, gamma: u32) {
+    var first_g = vec4<u32>(0u);
+    if (t < p.hidden / 8u) {
+        first_g = gamma8(gamma, t);
+    }
     let total = workgroup_sum(t, load_input(t, X, p.hidden));
     let scale = inverseSqrt(total / f32(p.hidden) + p.eps);
     for (var i = t; i < p.hidden / 8u; i += WG) {
-        let g = gamma8(gamma, i);
+        var g = first_g;
+        if (i != t) {
+            g = gamma8(gamma, i);
+        }
         vec_in[2u * i] *= bf16x4(g.xy) * scale;
         vec_in[2u * i + 1u] *= bf16x4(g.zw) * scale;
     }
     workgroupBarrier();
+}
+
+// x[r] on lane 0 (0 elsewhere and past the last row), loaded before the dot product it is added
+// to, so that its latency hides behind the weights' instead of following them. Only this
+// subgroup writes x[r] in the phase.
+fn residual_at(lane: u32, r: u32) -> f32 {
+    var v = 0.0;
+    if (lane == 0u && r < p.hidden) {
+        v = activation(X, r);
+    }
+    return v;
 }
 
 // Waits until every workgroup has arrived (a bounded spin: a grid that is not resident counts
@@ -217,9 +236,10 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
     workgroupBarrier();
     for (var r0 = first; r0 < h; r0 += stride) {
         let r = r0 + sg;
+        let residual = residual_at(lane, r);
         let d = dot_runs(O, row_halves(r, h, q_width / 8u), lane);
         if (lane == 0u && r < h) {
-            atomicStore(&x[r], bitcast<u32>(activation(X, r) + d.x + d.y));
+            atomicStore(&x[r], bitcast<u32>(residual + d.x + d.y));
         }
     }
     grid_barrier(t);
@@ -240,9 +260,10 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
     workgroupBarrier();
     for (var r0 = first; r0 < h; r0 += stride) {
         let r = r0 + sg;
+        let residual = residual_at(lane, r);
         let d = dot_runs(DOWN, row_halves(r, h, p.inter / 8u), lane);
         if (lane == 0u && r < h) {
-            atomicStore(&x[r], bitcast<u32>(activation(X, r) + d.x + d.y));
+            atomicStore(&x[r], bitcast<u32>(residual + d.x + d.y));
         }
     }
 }
