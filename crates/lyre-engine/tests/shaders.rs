@@ -259,7 +259,7 @@ fn the_persistent_layer_reckons_its_workgroup_memory() {
     let kernel = catalog::all().into_iter().find(|k| k.kernel.name == "decode_layer").unwrap();
     let heads = Heads { n_heads: 16, n_kv_heads: 8, head_dim: 128 };
     for (hidden, inter) in [(1024u32, 3072u32), (2048, 6144)] {
-        let widest = hidden.max(heads.q_width()).max(inter);
+        let widest = layer::widest_input(heads, hidden, inter);
         let declared = workgroup_bytes(&kernel, &[("VEC4S", (widest / 4) as f64)]);
         let reckoned = layer::workgroup_bytes(heads, hidden, inter);
         assert!(declared <= u64::from(reckoned), "hidden {hidden}: {declared} declared, {reckoned} reckoned");

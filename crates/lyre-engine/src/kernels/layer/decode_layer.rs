@@ -82,7 +82,7 @@ pub fn sync_bytes(heads: &[Heads]) -> u64 {
 
 /// The longest input vector of the layer's phases (hidden, q width, inter): the length of the
 /// kernel's workgroup copy of it.
-fn widest_input(heads: Heads, hidden: u32, inter: u32) -> u32 {
+pub fn widest_input(heads: Heads, hidden: u32, inter: u32) -> u32 {
     hidden.max(heads.q_width()).max(inter)
 }
 

@@ -5,7 +5,8 @@ mod decode_layer;
 mod grid_residency;
 
 pub use decode_layer::{
-    persistent_groups, sync_bytes, workgroup_bytes, DecodeLayer, GridSync, LayerWeights, MAX_CHUNKS,
+    persistent_groups, sync_bytes, widest_input, workgroup_bytes, DecodeLayer, GridSync, LayerWeights,
+    MAX_CHUNKS,
 };
 pub use grid_residency::grid_is_resident;
 
