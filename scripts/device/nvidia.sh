@@ -215,6 +215,8 @@ faster)
   bench 0.6b-base /tmp/m06b --batch 8,32 --frames 20
   ;;
 server)
+  # The load generator's wheels come with .whl: without them the server would start for nothing.
+  [ -n "$(ls .whl/websockets-*.whl 2>/dev/null)" ] || { log "no .whl/websockets-*.whl: carry .whl for the load generator"; return; }
   model 1.7B-CustomVoice /tmp/m17
   # SLACKS="0 default": engine.launch_slack_ms 0 (files suffixed -slack0), then the default.
   for slack in ${SLACKS:-default}; do

@@ -34,6 +34,8 @@ class Server:
             "LYRE_LOG": "info",
         })
         full_env.update(env or {})
+        # A variable given as None is removed from the server's environment.
+        full_env = {k: v for k, v in full_env.items() if v is not None}
         if "LYRE_VOICES_DIR" not in full_env and "LYRE_VOICES_DATABASE" not in full_env:
             # Each server's own voice database, not one in the working directory.
             self._voices = tempfile.TemporaryDirectory(prefix="lyre-voices-")

@@ -170,6 +170,9 @@ def test_single_context_sockets_behave_as_before_and_mistakes_are_named(server):
     assert mux["code"] == "invalid_request" and mux["field"] == "multiplex"
     assert unknown["code"] == "no_session" and unknown["field"] == "context_id"
     assert cancelled["code"] == "cancelled" and cancelled["context_id"] == "default"
+    # A cancel the client asked for is not an error: voice agents that interrupt must not raise
+    # the error rate.
+    assert 'lyre_errors_total{code="cancelled"}' not in server.metrics()
 
     async def limits():
         async with websockets.connect(server.ws_url, subprotocols=["lyre"], max_size=None) as ws:

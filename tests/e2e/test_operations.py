@@ -141,7 +141,10 @@ def test_metrics_describe_every_series(server):
 
 
 def test_json_logs_with_the_global_flag():
-    s = Server(args=("--log-json",), env={"LYRE_AUTH_TENANTS": "acme: acme-key-0001 acme-key-0002"})
+    # Without XDG_RUNTIME_DIR (containers, fresh root shells) Mesa's drivers would print a plain
+    # error line; every line of stderr must still be JSON.
+    s = Server(args=("--log-json",), env={"LYRE_AUTH_TENANTS": "acme: acme-key-0001 acme-key-0002",
+                                           "XDG_RUNTIME_DIR": None})
     try:
         r = httpx.post(s.url + "/v1/tts", headers={"x-request-id": "json-1", "authorization": "Bearer acme-key-0002"},
                        json={"text": TEXT, "voice": "vivian", "max_frames": 2}, timeout=60)

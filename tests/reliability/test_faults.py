@@ -123,14 +123,25 @@ def test_a_client_that_never_reads_is_cancelled_without_slowing_the_others():
             # The stalled client's session is cancelled by backpressure while its socket is open.
             cancelled = wait_for(lambda: metric(s.metrics(), "lyre_errors_total", 'code="slow_consumer"') >= 1)
             live_after = s.live_sessions()
-            fifth.transport.abort()
-            return base, slow, cancelled, live_after
 
-        base, slow, cancelled, live_after = asyncio.run(go())
+            # Reading again, the client gets the audio already sent, then why its stream ended.
+            async def rest():
+                async for m in fifth:
+                    if isinstance(m, str) and json.loads(m)["type"] in ("done", "error"):
+                        return json.loads(m)
+            last = await asyncio.wait_for(rest(), 30)
+            await fifth.close()
+            return base, slow, cancelled, live_after, last
+
+        base, slow, cancelled, live_after, last = asyncio.run(go())
         b, w = sum(base) / len(base), sum(slow) / len(slow)
         print(f"\nothers' frames/s: {b:.2f} beside a normal reader, {w:.2f} beside one that never reads")
         assert cancelled, "the slow client's session was cancelled"
         assert live_after == 0
+        assert last and last["type"] == "error" and last["code"] == "slow_consumer", last
+        m = s.metrics()
+        assert metric(m, "lyre_errors_total", 'code="slow_consumer"') == 1, "counted once, by the worker"
+        assert metric(m, "lyre_errors_total", 'code="session_lost"') == 0, "not counted again as lost"
         assert w >= 0.8 * b, (base, slow)
         assert httpx.get(s.url + "/readyz").status_code == 200
         no_panics(s)

@@ -113,7 +113,7 @@ error_codes! {
     /// The session's stream ended without a result.
     SessionLost = (503, "session_lost", true),
     /// A client stopped reading and its session was cancelled. Counted by the worker, which is
-    /// the only one to see it happen; the client's stream just ends.
+    /// the only one to see it happen; the client is told if it reads again.
     SlowConsumer = (503, "slow_consumer", true),
     /// The voice database did not answer in time (voice operations only).
     StoreUnavailable = (503, "store_unavailable", true),
@@ -127,8 +127,20 @@ error_codes! {
 }
 
 impl ErrorCode {
-    /// Adds one to `lyre_errors_total{code}`.
+    /// Adds one to `lyre_errors_total{code}` as a client is told of this error. Two codes are
+    /// not counted here: `cancelled` answers the client's own `cancel` (not an error; the session
+    /// is counted in `lyre_sessions_total{outcome="cancelled"}`), and `slow_consumer` is counted
+    /// by the worker when it cancels the session (`count_where_seen`), whether or not the client
+    /// ever reads the message.
     pub fn count(self) {
+        if !matches!(self, ErrorCode::Cancelled | ErrorCode::SlowConsumer) {
+            self.count_where_seen();
+        }
+    }
+
+    /// Adds one to `lyre_errors_total{code}` where the error happens rather than where a client
+    /// is told of it.
+    pub fn count_where_seen(self) {
         metrics::counter!("lyre_errors_total", "code" => self.as_str()).increment(1);
     }
 }

@@ -102,3 +102,16 @@ fn engine_errors_map_to_codes() {
     let f = Failure::from(&EngineError::UnknownSession(7));
     assert_eq!(f.status(), 404);
 }
+
+#[test]
+fn a_cancel_and_a_slow_consumer_are_not_counted_where_the_client_is_told() {
+    let counted = errors_counted_during(|| {
+        ErrorCode::Cancelled.count();
+        ErrorCode::SlowConsumer.count();
+        ErrorCode::SessionLost.count();
+        ErrorCode::SlowConsumer.count_where_seen();
+    });
+    let expected: BTreeMap<String, u64> =
+        [("session_lost".to_string(), 1), ("slow_consumer".to_string(), 1)].into_iter().collect();
+    assert_eq!(counted, expected);
+}

@@ -2,6 +2,7 @@
 
 mod bench;
 mod check_config;
+mod runtime_dir;
 mod serve;
 mod synth;
 mod synth_progress;
@@ -38,6 +39,7 @@ pub enum Command {
 }
 
 pub fn main() -> ExitCode {
+    runtime_dir::ensure();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => serve::run(args, cli.log_json),

@@ -1,5 +1,7 @@
 //! What the async side asks of the worker thread, over one bounded channel.
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Instant;
 
 use lyre_engine::SessionRequest;
@@ -38,6 +40,8 @@ pub(crate) struct PendingStart {
     pub sid: u64,
     pub request: SessionRequest,
     pub sink: mpsc::Sender<SessionEvent>,
+    /// Set by the worker when it cancels the session because its client stopped reading.
+    pub too_slow: Arc<AtomicBool>,
     pub span: tracing::Span,
     pub received: Instant,
     /// Text that arrived while the session waited for a slot.

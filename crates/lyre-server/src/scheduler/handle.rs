@@ -1,6 +1,6 @@
 //! The async side: submit a session (or get 429/503 at once), then read its events.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::Instant;
@@ -31,6 +31,8 @@ impl std::fmt::Debug for Scheduler {
 pub struct SessionHandle {
     pub sid: u64,
     events: mpsc::Receiver<SessionEvent>,
+    /// Set by the worker when it cancelled the session because this client stopped reading.
+    too_slow: Arc<AtomicBool>,
     commands: SyncSender<Command>,
     finished: bool,
 }
@@ -70,10 +72,24 @@ impl Scheduler {
         }
         let sid = self.next_sid.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel(s.event_buffer.max(4));
-        let start =
-            PendingStart { sid, request, sink: tx, span, received: Instant::now(), text_ops: Vec::new() };
+        let too_slow = Arc::new(AtomicBool::new(false));
+        let start = PendingStart {
+            sid,
+            request,
+            sink: tx,
+            too_slow: too_slow.clone(),
+            span,
+            received: Instant::now(),
+            text_ops: Vec::new(),
+        };
         match self.commands.try_send(Command::Start(Box::new(start))) {
-            Ok(()) => Ok(SessionHandle { sid, events: rx, commands: self.commands.clone(), finished: false }),
+            Ok(()) => Ok(SessionHandle {
+                sid,
+                events: rx,
+                too_slow,
+                commands: self.commands.clone(),
+                finished: false,
+            }),
             Err(e) => {
                 s.active.fetch_sub(1, Ordering::SeqCst);
                 Err(match e {
@@ -100,9 +116,17 @@ fn busy(live: usize, queue: usize) -> Failure {
 }
 
 impl SessionHandle {
-    /// The next event; `None` once the stream has ended.
+    /// The next event; `None` once the stream has ended. A session cancelled because its
+    /// client stopped reading ends with an `Error` of code `slow_consumer` (already counted by
+    /// the worker).
     pub async fn recv(&mut self) -> Option<SessionEvent> {
-        let ev = self.events.recv().await;
+        let mut ev = self.events.recv().await;
+        if ev.is_none() && !self.finished && self.too_slow.load(Ordering::SeqCst) {
+            ev = Some(SessionEvent::Error(Failure::new(
+                ErrorCode::SlowConsumer,
+                "the client read the audio too slowly; the session was cancelled",
+            )));
+        }
         match &ev {
             Some(SessionEvent::Done(_)) | Some(SessionEvent::Error(_)) | None => self.finished = true,
             _ => {}

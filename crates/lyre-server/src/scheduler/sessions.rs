@@ -2,6 +2,8 @@
 //! those holding one, found by the scheduler's id or by the engine's.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Instant;
 
 use lyre_engine::SessionId;
@@ -14,6 +16,8 @@ use super::events::SessionEvent;
 pub(super) struct Live {
     pub engine_id: SessionId,
     pub sink: mpsc::Sender<SessionEvent>,
+    /// The handle's flag: set before the sink is dropped for a client that stopped reading.
+    pub too_slow: Arc<AtomicBool>,
     pub span: tracing::Span,
     pub received: Instant,
     pub first_frame_ms: Option<f64>,

@@ -247,7 +247,7 @@ impl<E: SessionEngine> Worker<E> {
     fn admit(&mut self) {
         while self.sessions.live_len() < self.shared.max_live {
             let Some(p) = self.sessions.next_queued() else { break };
-            let PendingStart { sid, request, sink, span, received, text_ops } = *p;
+            let PendingStart { sid, request, sink, too_slow, span, received, text_ops } = *p;
             let id = match self.engine.start(request) {
                 Ok(id) => id,
                 Err(e) => {
@@ -263,6 +263,7 @@ impl<E: SessionEngine> Worker<E> {
             let live = Live {
                 engine_id: id,
                 sink,
+                too_slow,
                 span,
                 received,
                 first_frame_ms: None,
@@ -369,13 +370,15 @@ impl<E: SessionEngine> Worker<E> {
     }
 
     /// The client stopped reading: cancel so the others keep their pace. This is the one
-    /// failure counted here rather than where the client is told: a client that does not read
-    /// is not told anything, and its handler may be blocked on it for a long while.
+    /// failure counted here rather than where the client is told: its handler may be blocked on
+    /// the client for a long while, and tells it (`slow_consumer`, from the handle) only if it
+    /// reads again.
     fn drop_slow(&mut self, sid: u64) {
         if let Some(live) = self.sessions.remove_live(sid) {
             self.engine.cancel(live.engine_id);
             live.span.in_scope(|| tracing::warn!(sid, "client too slow; session cancelled"));
-            ErrorCode::SlowConsumer.count();
+            live.too_slow.store(true, Ordering::SeqCst);
+            ErrorCode::SlowConsumer.count_where_seen();
             self.ended("slow_consumer");
         }
     }

@@ -1,7 +1,7 @@
 //! When things go wrong: a client that stops reading, a tick that fails, an engine that
 //! refuses a session or cannot trust its results. Each failure reaches its session's stream;
 //! the worker counts none of them in `lyre_errors_total` (the handler that tells the client
-//! does) except a slow client, which is never told.
+//! does) except a slow client, which is told only if it reads again.
 
 use super::*;
 use crate::errors::tests::errors_counted_during;
@@ -25,7 +25,7 @@ fn a_full_client_channel_cancels_that_session_alone() {
     assert_eq!(read.last(), Some(&Seen::Done { frames: 6, reason: FinishReason::MaxFrames }));
     assert_eq!(
         seen(&mut slow),
-        [Seen::Started, Seen::Frame(0), Seen::Frame(1), Seen::Frame(2), Seen::Closed]
+        [Seen::Started, Seen::Frame(0), Seen::Frame(1), Seen::Frame(2), Seen::Error(ErrorCode::SlowConsumer)]
     );
     assert_eq!(h.counts(), (0, 0));
 }
