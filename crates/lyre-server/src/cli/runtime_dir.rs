@@ -17,8 +17,12 @@ pub fn ensure() {
             return;
         };
         let dir = std::env::temp_dir().join(format!("lyre-runtime-{uid}"));
-        let made = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir);
-        if made.is_ok() && dir.is_dir() {
+        let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+        // Only a real directory of this user's that nobody else may enter: in a shared /tmp
+        // another user could have made the name first (a driver may open sockets in it).
+        let private = std::fs::symlink_metadata(&dir)
+            .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0);
+        if private {
             std::env::set_var("XDG_RUNTIME_DIR", &dir);
         }
     }
