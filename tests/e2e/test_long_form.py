@@ -106,6 +106,18 @@ def test_sse_reports_each_segment(long_server):
     assert audio == n * FRAMES_PER_SENTENCE * FRAME_BYTES
 
 
+def test_the_openai_audio_stream_says_its_segments(long_server):
+    n = 3
+    body = {"model": "lyre", "input": sentences(n), "response_format": "pcm", **SAY}
+    with httpx.stream("POST", long_server.url + "/v1/audio/speech", json=body, timeout=300) as r:
+        assert r.status_code == 200
+        assert r.headers["x-lyre-segments"] == str(n)
+        pcm = b"".join(r.iter_bytes())
+    assert len(pcm) == n * FRAMES_PER_SENTENCE * FRAME_BYTES
+    r = httpx.post(long_server.url + "/v1/audio/speech", json={**body, "input": TEXT}, timeout=300)
+    assert r.status_code == 200 and r.headers["x-lyre-segments"] == "1"
+
+
 def test_memory_does_not_grow_with_the_text(long_server):
     def speak(n):
         """Speaks n sentences; returns the audio bytes and the server's peak RSS meanwhile."""

@@ -78,6 +78,7 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
             let h = resp.headers_mut();
             h.insert("content-type", HeaderValue::from_static(format.content_type()));
             h.insert("x-lyre-sample-rate", HeaderValue::from(output.sample_rate));
+            h.insert("x-lyre-segments", HeaderValue::from(segments.max(1)));
             Ok(resp)
         }
         _ => Ok(sse(handle, &output, slot, tokens, segments, access)?.into_response()),
