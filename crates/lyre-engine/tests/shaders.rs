@@ -265,3 +265,30 @@ fn the_persistent_layer_reckons_its_workgroup_memory() {
         assert!(declared <= u64::from(reckoned), "hidden {hidden}: {declared} declared, {reckoned} reckoned");
     }
 }
+
+/// Every kernel an adapter without cooperative matrices may run fits in 32 KiB of workgroup
+/// memory with each of its override sets: Metal's and Direct3D 12's limit (Vulkan drivers offer
+/// 32–64 KiB). wgpu does not check it, and a pipeline over the limit fails in the driver. The
+/// persistent layer, sized by the model, is left out: the engine reckons it against the
+/// adapter's limit before choosing it (the test above).
+#[test]
+fn every_portable_kernel_fits_32_kib_of_workgroup_memory() {
+    let mut over = Vec::new();
+    let mut checked = 0;
+    for kernel in
+        catalog::all().iter().filter(|k| !is_vulkan_only(k.kernel) && k.kernel.name != "decode_layer")
+    {
+        for constants in variants(kernel.kernel) {
+            let bytes = workgroup_bytes(kernel, &constants);
+            checked += 1;
+            if bytes > 32 * 1024 {
+                over.push(format!(
+                    "{} {:?} {constants:?}: {bytes} bytes",
+                    kernel.kernel.name, kernel.prelude
+                ));
+            }
+        }
+    }
+    assert!(checked > 40, "{checked} kernels checked");
+    assert!(over.is_empty(), "over 32 KiB of workgroup memory:\n{}", over.join("\n"));
+}
