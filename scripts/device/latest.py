@@ -3,7 +3,8 @@
 from the files scripts/device/nvidia.sh put in OUT: bench-*.json (`lyre bench`), qwen_bench.json
 (the official CUDA-graph loop), peer-*.json (scripts/device/peers.py), load-{ws,http}.json
 (scripts/loadgen.py --rates) and fidelity.json (scripts/fidelity/). A figure nobody measured in
-this run is null; an existing latest.json in OUT is merged under the new figures."""
+this run is null; an existing latest.json in OUT of the same card is merged under the new
+figures."""
 import datetime
 import json
 import os
@@ -89,6 +90,9 @@ def main(out):
     if not measured({k: new[k] for k in ("engine", "peers", "server_1.7b", "fidelity")}):
         # A run that measured nothing (the kernel tests) leaves the summary as it was.
         new.update(card=prev.get("card"), date=prev.get("date"), commit=prev.get("commit"))
+    elif prev.get("card") != card:
+        # Figures of another card are not this card's: what this run did not measure is null.
+        prev = {}
     merged = merge(prev, new)
     merged["server_1.7b"] = merged.get("server_1.7b") or []
     with open(os.path.join(out, "latest.json"), "w") as f:

@@ -52,7 +52,7 @@ fi
 export LYRE_MODEL_ALLOW_CPU_ADAPTER=0 RUST_LOG=warn PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu,memory.used --format=csv > "$OUT/gpu.txt" 2>&1
 log() { echo "[$(date +%T)] $*"; }
-# Earlier figures stay in latest.json unless this run measures them again.
+# Earlier figures of the same card stay in latest.json unless this run measures them again.
 [ -e "$OUT/latest.json" ] || cp docs/bench/latest.json "$OUT/" 2>/dev/null
 
 model() { # model NAME DIR
