@@ -9,7 +9,8 @@
 #                       after 500 and 2000 positions, 0.6B Base at 8/32 (the batch peer's checkpoint)
 #   nvidia.sh server    `lyre serve` on 1.7B CustomVoice under open-loop load (scripts/loadgen.py
 #                       --rates RATES over TRANSPORTS: the WebSocket, then streaming POST
-#                       /v1/audio/speech); SLACKS="0 default" also runs it with launch_slack_ms = 0;
+#                       /v1/audio/speech); SLACKS="0 default" also runs it with launch_slack_ms = 0,
+#                       FIRST_AUDIO="false default" with fast_first_audio off;
 #                       SERVER_LYRE serves another build
 #   nvidia.sh peers     the official implementation's CUDA-graph loop, faster-qwen3-tts and
 #                       faster-qwen3-tts-batch (scripts/device/peers.py) on the same checkpoints
@@ -164,7 +165,7 @@ server() { # server DIR [SUFFIX]: lyre serve under open-loop load, files named w
       --json "$OUT/load-$t$sfx.json" 2>&1 | tee "$OUT/load-$t$sfx.txt"
     save
   done
-  get localhost:$port/metrics | grep -E "^lyre_(tick|session|queue|launch)" | head -24 > "$OUT/server-metrics$sfx.txt"
+  get localhost:$port/metrics | grep -E "^lyre_(tick|session|queue|launch|prompt_ticks|batch_size)" | head -40 > "$OUT/server-metrics$sfx.txt"
   kill "$pid"; wait "$pid" 2>/dev/null
 }
 
@@ -218,10 +219,20 @@ server)
   # The load generator's wheels come with .whl: without them the server would start for nothing.
   [ -n "$(ls .whl/websockets-*.whl 2>/dev/null)" ] || { log "no .whl/websockets-*.whl: carry .whl for the load generator"; return; }
   model 1.7B-CustomVoice /tmp/m17
-  # SLACKS="0 default": engine.launch_slack_ms 0 (files suffixed -slack0), then the default.
+  # SLACKS="0 default": engine.launch_slack_ms 0 (files suffixed -slack0), then the default;
+  # FIRST_AUDIO="false default" likewise for engine.fast_first_audio (-ffafalse).
+  local slack ffa sfx
   for slack in ${SLACKS:-default}; do
-    if [ "$slack" = default ]; then server /tmp/m17
-    else LYRE_ENGINE_LAUNCH_SLACK_MS=$slack server /tmp/m17 "-slack$slack"; fi
+    for ffa in ${FIRST_AUDIO:-default}; do
+      sfx=""
+      [ "$slack" = default ] || sfx+="-slack$slack"
+      [ "$ffa" = default ] || sfx+="-ffa$ffa"
+      (
+        [ "$slack" = default ] || export LYRE_ENGINE_LAUNCH_SLACK_MS=$slack
+        [ "$ffa" = default ] || export LYRE_ENGINE_FAST_FIRST_AUDIO=$ffa
+        server /tmp/m17 "$sfx"
+      )
+    done
   done
   ;;
 fidelity)

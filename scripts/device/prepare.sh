@@ -21,6 +21,9 @@ if [ -z "$(ls .gl/libsoxr0_*.deb 2>/dev/null)" ]; then
   (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 libsoxr0 libgomp1)
 fi
 
+# shellcheck source=scripts/lib/packages.sh
+source scripts/lib/packages.sh
+lyre_install_packages "${LYRE_BUILD_PACKAGES[@]}"
 cargo build --release --locked -p lyre-server
 cargo build --release --locked -p lyre-engine --example fidelity
 rm -rf .dev && mkdir -p .dev/manifests .dev/tok

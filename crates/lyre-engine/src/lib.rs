@@ -25,6 +25,6 @@ pub mod tuning;
 
 pub use engine::{
     plan_segments, prompt_overhead, Engine, EngineOptions, FinishReason, Frame, FrameLogits, KvFormat,
-    SegmentLimits, SessionId, SessionRequest, StepOutput, TextInput, TickProfile,
+    SegmentLimits, SessionId, SessionRequest, StepOutput, TextInput, TickProfile, TickScope,
 };
 pub use tuning::EngineTuning;

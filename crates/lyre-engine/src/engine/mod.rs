@@ -139,6 +139,18 @@ pub struct FrameLogits {
     pub code_predictor: Vec<Vec<f32>>,
 }
 
+/// Which sessions a step's tick takes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TickScope {
+    /// Every session that has input.
+    #[default]
+    All,
+    /// Only the sessions whose next input is a prompt (a new session, or the next utterance of
+    /// one): a tick of their rows alone is short, so their first audio comes sooner, while the
+    /// other sessions wait one tick. Their frames are the same either way.
+    Prompts,
+}
+
 /// What one step did for one session.
 #[derive(Debug, Clone)]
 pub struct StepOutput {
@@ -319,7 +331,19 @@ impl Engine {
 
     /// Advances every session that has input by one frame, in one batched GPU pass.
     pub fn step(&mut self) -> Result<Vec<StepOutput>> {
-        tick::run(self)
+        tick::run(self, TickScope::All)
+    }
+
+    /// [`Engine::step`], with the next tick taking only the sessions `scope` names (a tick
+    /// already in flight is read as it was submitted).
+    pub fn step_scoped(&mut self, scope: TickScope) -> Result<Vec<StepOutput>> {
+        tick::run(self, scope)
+    }
+
+    /// Sessions whose next tick would feed their prompt: what a [`TickScope::Prompts`] tick
+    /// takes.
+    pub fn prompts_waiting(&self) -> usize {
+        self.sessions.values().filter(|s| !s.prefilled && s.is_ready() && s.idle_finish().is_none()).count()
     }
 
     /// GPU time per part of the last tick (with `EngineOptions::profile` on an adapter that

@@ -4,7 +4,7 @@
 use super::reference::Prime;
 use super::session::NextInput;
 use super::tick_plan::ROW_DESC_BYTES;
-use super::{Engine, FinishReason, Frame, FrameLogits, StepOutput};
+use super::{Engine, FinishReason, Frame, FrameLogits, StepOutput, TickScope};
 use crate::error::Result;
 use crate::gpu::{read_buffer, record_all, RowCounts};
 use crate::kernels::gather::{EXTRA, FROM_ACC, NONE};
@@ -50,26 +50,27 @@ pub(super) struct InFlight {
 /// One step. Pipelined, it submits the next tick before reading the one in flight, so the
 /// CPU's encoding and submission overlap the GPU's work: sessions advance at submission, and
 /// results of a speculative tick for a session that has since ended are dropped. The RNG is
-/// keyed by (seed, frame, column), so the frames are the same either way.
-pub(super) fn run(engine: &mut Engine) -> Result<Vec<StepOutput>> {
+/// keyed by (seed, frame, column), so the frames are the same either way. `scope` picks the
+/// sessions of the tick this step launches.
+pub(super) fn run(engine: &mut Engine, scope: TickScope) -> Result<Vec<StepOutput>> {
     let mut outputs = Vec::new();
     if !engine.pipelined() {
         if let Some(t) = engine.in_flight.take() {
             complete(engine, t, &mut outputs)?;
         }
-        if let Some(t) = launch(engine, &mut outputs)? {
+        if let Some(t) = launch(engine, &mut outputs, scope)? {
             complete(engine, t, &mut outputs)?;
         }
         return Ok(outputs);
     }
     let current = match engine.in_flight.take() {
         Some(t) => t,
-        None => match launch(engine, &mut outputs)? {
+        None => match launch(engine, &mut outputs, scope)? {
             Some(t) => t,
             None => return Ok(outputs),
         },
     };
-    engine.in_flight = launch(engine, &mut outputs)?;
+    engine.in_flight = launch(engine, &mut outputs, scope)?;
     complete(engine, current, &mut outputs)?;
     // When every session of the speculative tick has ended, nothing is left to wait for it.
     if let Some(t) =
@@ -81,9 +82,9 @@ pub(super) fn run(engine: &mut Engine) -> Result<Vec<StepOutput>> {
 }
 
 /// Gathers and submits a tick, advancing its sessions; `None` when no session has input.
-fn launch(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<Option<InFlight>> {
+fn launch(engine: &mut Engine, outputs: &mut Vec<StepOutput>, scope: TickScope) -> Result<Option<InFlight>> {
     let first = outputs.len();
-    let input = gather(engine, outputs)?;
+    let input = gather(engine, outputs, scope)?;
     finish_sessions(engine, &outputs[first..]);
     if input.sessions.is_empty() {
         return Ok(None);
@@ -200,8 +201,9 @@ fn fail_grid_tick(
     Ok(())
 }
 
-/// Chooses this tick's sessions (in id order, within the row budget) and builds their rows.
-fn gather(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<TickInput> {
+/// Chooses this tick's sessions (those `scope` names, in id order, within the row budget) and
+/// builds their rows.
+fn gather(engine: &mut Engine, outputs: &mut Vec<StepOutput>, scope: TickScope) -> Result<TickInput> {
     let cfg = &engine.model.config;
     let max_rows = engine.plan.limits.max_rows;
     let mut t = TickInput::default();
@@ -219,7 +221,7 @@ fn gather(engine: &mut Engine, outputs: &mut Vec<StepOutput>) -> Result<TickInpu
             });
             continue;
         }
-        if !s.is_ready() {
+        if !s.is_ready() || (scope == TickScope::Prompts && s.prefilled) {
             continue;
         }
         // Already at a frame or position limit through a tick still in flight.

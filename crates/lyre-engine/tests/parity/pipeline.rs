@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use lyre_engine::{Engine, FinishReason, SessionId, SessionRequest};
+use lyre_engine::{Engine, FinishReason, SessionId, SessionRequest, StepOutput, TickScope};
 
 use crate::support::*;
 
@@ -19,7 +19,12 @@ struct Got {
 }
 
 fn collect(got: &mut BTreeMap<SessionId, Got>, engine: &mut Engine) {
-    for o in engine.step().unwrap() {
+    let outputs = engine.step().unwrap();
+    record(got, outputs);
+}
+
+fn record(got: &mut BTreeMap<SessionId, Got>, outputs: Vec<StepOutput>) {
+    for o in outputs {
         let g = got.entry(o.id).or_default();
         assert!(g.finished.is_none(), "session {} has output after it finished", o.id);
         if let Some(f) = o.frame {
@@ -97,4 +102,47 @@ fn cancelled_with_a_tick_in_flight() {
     }
     assert_eq!(got[&first].codes.len(), 2, "nothing arrives after the cancel");
     assert_eq!(got[&second], want, "the slot's next session is unaffected");
+}
+
+/// Runs the first two cases, the second starting three steps after the first; with
+/// `prompt_tick` its prompt gets a tick of its own, and the sessions with a frame from that tick
+/// come back beside the second session's id.
+fn joined(prompt_tick: bool) -> (Vec<Got>, Option<(Vec<SessionId>, SessionId)>) {
+    let mut engine = engine_with("tiny-custom-voice", 2, false);
+    engine.set_pipelining(true);
+    let mut got = BTreeMap::new();
+    let first = engine.start(case_request("tiny-custom-voice", CASES[0], &engine).unwrap()).unwrap();
+    for _ in 0..3 {
+        collect(&mut got, &mut engine);
+    }
+    let second = engine.start(case_request("tiny-custom-voice", CASES[1], &engine).unwrap()).unwrap();
+    assert_eq!(engine.prompts_waiting(), 1, "the new session's prompt waits");
+    let mut after_prompt_tick = None;
+    if prompt_tick {
+        record(&mut got, engine.step_scoped(TickScope::Prompts).unwrap());
+        assert_eq!(engine.prompts_waiting(), 0, "the prompt went into the tick");
+        // The step after reads the prompt tick: only the new session has a frame from it.
+        let outputs = engine.step().unwrap();
+        after_prompt_tick = Some((outputs.iter().map(|o| o.id).collect(), second));
+        record(&mut got, outputs);
+    }
+    while engine.has_work() {
+        collect(&mut got, &mut engine);
+    }
+    (vec![got.remove(&first).unwrap_or_default(), got.remove(&second).unwrap_or_default()], after_prompt_tick)
+}
+
+/// A tick of the new session's prompt alone gives both sessions the frames they get when the
+/// prompt joins the others' tick.
+#[test]
+fn a_prompt_tick_changes_no_frame() {
+    let (shared, _) = joined(false);
+    let (apart, after) = joined(true);
+    let (from_prompt_tick, second) = after.expect("a prompt tick ran");
+    assert_eq!(from_prompt_tick, [second], "the prompt tick held only the new session");
+    for (i, (a, b)) in shared.iter().zip(&apart).enumerate() {
+        assert!(a.codes.len() > 3, "{}: frames", CASES[i]);
+        assert!(a.finished.is_some(), "{}: finished", CASES[i]);
+        assert_eq!(a, b, "{}: a prompt tick changed the output", CASES[i]);
+    }
 }

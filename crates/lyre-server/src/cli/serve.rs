@@ -128,6 +128,7 @@ async fn serve(cfg: ServerConfig, metrics: Option<PrometheusHandle>, json_logs: 
             warm_up: Some(warm_up_request(&model)),
             debug_fail_tick: debug_fail_tick()?,
             launch_slack: std::time::Duration::from_millis(cfg.engine.launch_slack_ms),
+            fast_first_audio: cfg.engine.fast_first_audio,
         },
     );
     let encoders = Arc::new(Encoders::new(model.clone()));

@@ -81,6 +81,9 @@ pub struct EngineSection {
     /// How long before the GPU finishes a tick the next one is submitted; 0: at once. Later
     /// launches let sessions that arrive meanwhile join the next tick.
     pub launch_slack_ms: u64,
+    /// A new session's prompt gets a short tick of its own, before the other sessions' next
+    /// frame, when every playing stream has audio to spare for it.
+    pub fast_first_audio: bool,
     /// `[engine.tuning]`: which kernels run (defaults measured best; see docs/kernels.md).
     pub tuning: lyre_engine::EngineTuning,
 }
@@ -95,6 +98,7 @@ impl Default for EngineSection {
             kv_cache: "f32".into(),
             segment_tokens: 0,
             launch_slack_ms: 2,
+            fast_first_audio: true,
             tuning: lyre_engine::EngineTuning::default(),
         }
     }

@@ -58,6 +58,7 @@ fn app() -> axum::Router {
             warm_up: None,
             debug_fail_tick: None,
             launch_slack: std::time::Duration::from_millis(2),
+            fast_first_audio: true,
         };
         let no_gpu = || -> anyhow::Result<lyre_engine::Engine> { anyhow::bail!("no GPU in this test") };
         let (scheduler, _) = spawn_worker(no_gpu, shared, opts);

@@ -9,8 +9,13 @@
 //! The pacer learns the hold from what it sees: each step reports how long it waited for the
 //! GPU. Waiting longer than the slack means the launch could have come later; hardly waiting at
 //! all means the GPU may have been idle, so the hold is halved.
+//!
+//! A prompt tick (`first_audio`) is short: the launch after it is not held, and the wait for it
+//! teaches nothing about the full ticks the hold is for.
 
 use std::time::{Duration, Instant};
+
+use lyre_engine::TickScope;
 
 /// The hold never grows past this, whatever a slow tick suggests.
 const MAX_HOLD: Duration = Duration::from_millis(250);
@@ -23,21 +28,28 @@ pub struct LaunchPacer {
     hold: Duration,
     /// When the last step ended, if it left a tick on the GPU.
     in_flight_since: Option<Instant>,
+    /// The tick on the GPU is a prompt tick.
+    prompt_tick_in_flight: bool,
 }
 
 impl LaunchPacer {
     pub fn new(slack: Duration) -> Self {
-        LaunchPacer { slack, hold: Duration::ZERO, in_flight_since: None }
+        LaunchPacer { slack, hold: Duration::ZERO, in_flight_since: None, prompt_tick_in_flight: false }
     }
 
     /// A step ended at `now` after waiting `gpu_wait` for the tick it read; `in_flight`: it
-    /// left the next tick on the GPU.
-    pub fn stepped(&mut self, now: Instant, gpu_wait: Duration, in_flight: bool) {
+    /// left the next tick, of `launched`'s scope, on the GPU.
+    pub fn stepped(&mut self, now: Instant, gpu_wait: Duration, in_flight: bool, launched: TickScope) {
+        let read_prompt_tick = std::mem::replace(&mut self.prompt_tick_in_flight, false);
         if !in_flight || self.slack.is_zero() {
             self.in_flight_since = None;
             return;
         }
         self.in_flight_since = Some(now);
+        self.prompt_tick_in_flight = launched == TickScope::Prompts;
+        if read_prompt_tick {
+            return;
+        }
         if gpu_wait < self.slack / 4 {
             // The GPU may have finished before the launch: by how much is unknown.
             self.hold /= 2;
@@ -48,9 +60,10 @@ impl LaunchPacer {
         }
     }
 
-    /// When to submit the next tick; `None`: now (nothing on the GPU, or holding is off).
+    /// When to submit the next tick; `None`: now (nothing on the GPU, a short prompt tick, or
+    /// holding is off).
     pub fn launch_at(&self) -> Option<Instant> {
-        self.in_flight_since.map(|t| t + self.hold)
+        self.in_flight_since.filter(|_| !self.prompt_tick_in_flight).map(|t| t + self.hold)
     }
 
     /// When the tick now on the GPU started (the last step's end), if holding is on.
@@ -81,7 +94,7 @@ mod tests {
             let wait = tick.saturating_sub(submit);
             now += submit + wait;
             waits.push(wait);
-            pacer.stepped(now, wait, true);
+            pacer.stepped(now, wait, true, TickScope::All);
         }
         waits
     }
@@ -113,13 +126,13 @@ mod tests {
     fn no_hold_without_a_tick_in_flight_or_with_zero_slack() {
         let mut pacer = LaunchPacer::new(2 * MS);
         let now = Instant::now();
-        pacer.stepped(now, 30 * MS, true);
+        pacer.stepped(now, 30 * MS, true, TickScope::All);
         assert_eq!(pacer.launch_at(), Some(now + 14 * MS));
-        pacer.stepped(now, 30 * MS, false);
+        pacer.stepped(now, 30 * MS, false, TickScope::All);
         assert_eq!(pacer.launch_at(), None);
 
         let mut off = LaunchPacer::new(Duration::ZERO);
-        off.stepped(now, 30 * MS, true);
+        off.stepped(now, 30 * MS, true, TickScope::All);
         assert_eq!(off.launch_at(), None);
     }
 
@@ -128,5 +141,20 @@ mod tests {
         let mut pacer = LaunchPacer::new(2 * MS);
         run(&mut pacer, Duration::from_secs(2), 3 * MS, 30);
         assert_eq!(pacer.hold(), MAX_HOLD);
+    }
+
+    #[test]
+    fn a_prompt_tick_is_not_held_for_and_teaches_nothing() {
+        let mut pacer = LaunchPacer::new(2 * MS);
+        run(&mut pacer, 25 * MS, 3 * MS, 40);
+        let hold = pacer.hold();
+        let now = Instant::now();
+        // The step that launched the prompt tick read a full tick: that wait counts.
+        pacer.stepped(now, 2 * MS, true, TickScope::Prompts);
+        assert_eq!(pacer.launch_at(), None, "the launch after a prompt tick is not held");
+        // The step after reads the prompt tick: its short wait leaves the hold as it was.
+        pacer.stepped(now + 8 * MS, 5 * MS, true, TickScope::All);
+        assert_eq!(pacer.hold(), hold);
+        assert_eq!(pacer.launch_at(), Some(now + 8 * MS + hold));
     }
 }

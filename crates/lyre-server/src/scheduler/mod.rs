@@ -6,6 +6,7 @@
 
 mod command;
 mod events;
+mod first_audio;
 mod handle;
 mod launch_pacer;
 mod session_engine;

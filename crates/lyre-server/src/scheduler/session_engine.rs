@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use lyre_engine::{Engine, EngineError, SessionId, SessionRequest, StepOutput};
+use lyre_engine::{Engine, EngineError, SessionId, SessionRequest, StepOutput, TickScope};
 
 pub trait SessionEngine {
     /// Takes a free slot for a session, or refuses it.
@@ -20,8 +20,11 @@ pub trait SessionEngine {
     fn live_sessions(&self) -> usize;
     /// Some session could produce a frame now (or a tick is in flight).
     fn has_work(&self) -> bool;
-    /// One tick: a frame (or an end) for every session that has input.
-    fn step(&mut self) -> Result<Vec<StepOutput>, EngineError>;
+    /// One tick: a frame (or an end) for every session that has input, or with
+    /// `TickScope::Prompts` for those whose prompt waits.
+    fn step(&mut self, scope: TickScope) -> Result<Vec<StepOutput>, EngineError>;
+    /// Sessions whose next tick would feed their prompt.
+    fn prompts_waiting(&self) -> usize;
     /// The last step left a submitted tick on the GPU for the next step to read.
     fn tick_in_flight(&self) -> bool;
     /// How long the last step waited for the GPU to finish the tick it read.
@@ -57,8 +60,12 @@ impl SessionEngine for Engine {
         Engine::has_work(self)
     }
 
-    fn step(&mut self) -> Result<Vec<StepOutput>, EngineError> {
-        Engine::step(self)
+    fn step(&mut self, scope: TickScope) -> Result<Vec<StepOutput>, EngineError> {
+        Engine::step_scoped(self, scope)
+    }
+
+    fn prompts_waiting(&self) -> usize {
+        Engine::prompts_waiting(self)
     }
 
     fn tick_in_flight(&self) -> bool {

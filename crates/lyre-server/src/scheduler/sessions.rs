@@ -22,6 +22,8 @@ pub(super) struct Live {
     pub received: Instant,
     pub first_frame_ms: Option<f64>,
     pub frames: u32,
+    /// When the audio sent so far runs out, played in real time (see `first_audio`).
+    pub audio_end: Option<Instant>,
     /// Flushes not yet reported, in order: true for one whose text the engine is speaking,
     /// false for one that had nothing new (reported right after the one before it).
     pub flushes: std::collections::VecDeque<bool>,
@@ -81,6 +83,11 @@ impl SessionTable {
         let live = self.live.remove(&sid)?;
         self.by_engine_id.remove(&live.engine_id);
         Some(live)
+    }
+
+    /// When each live stream's audio runs out (`None` before its first frame).
+    pub fn audio_ends(&self) -> impl Iterator<Item = Option<Instant>> + '_ {
+        self.live.values().map(|l| l.audio_end)
     }
 
     pub fn live_sids(&self) -> Vec<u64> {

@@ -9,11 +9,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use lyre_engine::{EngineError, FinishReason, SessionRequest, StepOutput};
+use lyre_engine::{EngineError, FinishReason, SessionRequest, StepOutput, TickScope};
 use tokio::sync::mpsc;
 
 use super::command::{Command, PendingStart, TextOp};
 use super::events::{DoneStats, FrameEvent, SessionEvent};
+use super::first_audio::{audio_end_after_frame, FirstAudio};
 use super::handle::Scheduler;
 use super::launch_pacer::LaunchPacer;
 use super::session_engine::SessionEngine;
@@ -33,6 +34,9 @@ pub struct WorkerOptions {
     /// The GPU wait each step aims for while the next tick's launch is held
     /// (`engine.launch_slack_ms`; zero: submit at once). See `launch_pacer`.
     pub launch_slack: Duration,
+    /// Prompts waiting get a short tick of their own when the playing streams can spare it
+    /// (`engine.fast_first_audio`). See `first_audio`.
+    pub fast_first_audio: bool,
 }
 
 /// Starts the worker thread. `make_engine` runs on that thread (the GPU device lives there);
@@ -55,6 +59,7 @@ where
                 let mut worker = Worker::new(engine, rx, shared.clone());
                 worker.debug_fail_tick = opts.debug_fail_tick;
                 worker.pacer = LaunchPacer::new(opts.launch_slack);
+                worker.first_audio = FirstAudio::new(opts.fast_first_audio);
                 worker.run(opts.warm_up)
             });
             if let Err(e) = result {
@@ -75,6 +80,7 @@ pub(super) struct Worker<E> {
     consecutive_errors: u32,
     ticks: u64,
     pub(super) pacer: LaunchPacer,
+    pub(super) first_audio: FirstAudio,
     pub(super) debug_fail_tick: Option<u64>,
 }
 
@@ -88,6 +94,7 @@ impl<E: SessionEngine> Worker<E> {
             consecutive_errors: 0,
             ticks: 0,
             pacer: LaunchPacer::new(Duration::ZERO),
+            first_audio: FirstAudio::new(false),
             debug_fail_tick: None,
         }
     }
@@ -162,7 +169,7 @@ impl<E: SessionEngine> Worker<E> {
         let started = Instant::now();
         let id = self.engine.start(req)?;
         while self.engine.live_sessions() > 0 {
-            let outs = self.engine.step()?;
+            let outs = self.engine.step(TickScope::All)?;
             if outs.iter().any(|o| o.id == id && o.finished.is_some()) {
                 break;
             }
@@ -268,6 +275,7 @@ impl<E: SessionEngine> Worker<E> {
                 received,
                 first_frame_ms: None,
                 frames: 0,
+                audio_end: None,
                 flushes: Default::default(),
                 frames_at_flush: 0,
             };
@@ -283,18 +291,28 @@ impl<E: SessionEngine> Worker<E> {
         // A tick read by this step has been on the GPU since the last step ended.
         let started = self.pacer.in_flight_since().unwrap_or_else(Instant::now);
         self.ticks += 1;
+        let scope = self.first_audio.scope(
+            Instant::now(),
+            self.engine.prompts_waiting(),
+            self.engine.tick_in_flight(),
+            self.sessions.audio_ends(),
+        );
+        if scope == TickScope::Prompts {
+            metrics::counter!("lyre_prompt_ticks_total").increment(1);
+        }
         let result = if self.debug_fail_tick == Some(self.ticks) {
             Err(EngineError::Gpu(format!("injected failure at tick {} (LYRE_DEBUG_FAIL_TICK)", self.ticks)))
         } else {
-            self.engine.step()
+            self.engine.step(scope)
         };
         let in_flight = result.is_ok() && self.engine.tick_in_flight();
-        self.pacer.stepped(Instant::now(), self.engine.last_gpu_wait(), in_flight);
+        self.pacer.stepped(Instant::now(), self.engine.last_gpu_wait(), in_flight, scope);
         match result {
             Ok(outs) => {
                 self.consecutive_errors = 0;
                 let frames = outs.iter().filter(|o| o.frame.is_some()).count();
                 if frames > 0 {
+                    self.first_audio.tick_took(started.elapsed());
                     metrics::histogram!("lyre_tick_seconds").record(started.elapsed().as_secs_f64());
                     metrics::histogram!("lyre_batch_size").record(frames as f64);
                 }
@@ -324,6 +342,7 @@ impl<E: SessionEngine> Worker<E> {
                 metrics::histogram!("lyre_ttfa_seconds").record(elapsed_ms / 1e3);
             }
             live.frames += 1;
+            live.audio_end = Some(audio_end_after_frame(live.audio_end, Instant::now()));
             crate::telemetry::metrics::count_frame();
             let ev = SessionEvent::Frame(FrameEvent {
                 index: frame.index,

@@ -38,6 +38,11 @@ pub const SERIES: &[(&str, Kind, &str)] = &[
     ),
     ("lyre_sessions_total", Kind::Counter, "Sessions ended, by outcome (finished, cancelled, failed, slow_consumer)."),
     ("lyre_frames_total", Kind::Counter, "80 ms audio frames generated."),
+    (
+        "lyre_prompt_ticks_total",
+        Kind::Counter,
+        "Ticks that took only the prompts waiting, so new sessions' first audio came sooner (engine.fast_first_audio).",
+    ),
     ("lyre_errors_total", Kind::Counter, "Errors sent to clients, by error code."),
     (
         "lyre_rejected_total",

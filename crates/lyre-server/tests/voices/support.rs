@@ -89,6 +89,7 @@ fn worker(model_dir: &Path, cfg: &ServerConfig) -> Worker {
         warm_up: None,
         debug_fail_tick: None,
         launch_slack: std::time::Duration::from_millis(2),
+        fast_first_audio: true,
     };
     let (scheduler, _thread) = spawn_worker(make, shared.clone(), opts);
     let start = Instant::now();

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use lyre_engine::{EngineError, FinishReason, Frame, SessionId, SessionRequest, StepOutput, TextInput};
+use lyre_engine::{
+    EngineError, FinishReason, Frame, SessionId, SessionRequest, StepOutput, TextInput, TickScope,
+};
 
 use crate::scheduler::SessionEngine;
 
@@ -31,6 +33,8 @@ pub struct FakeState {
     pub pipelined: bool,
     /// What each step reports as its wait for the GPU.
     pub gpu_wait: Duration,
+    /// Each step's scope and the labels of the sessions it stepped, in order.
+    pub steps: Vec<(TickScope, Vec<String>)>,
 }
 
 #[derive(Debug)]
@@ -50,6 +54,11 @@ pub struct FakeSession {
 impl FakeSession {
     fn has_input(&self) -> bool {
         !self.streamed || !self.words.is_empty() || self.text_ended
+    }
+
+    /// The fake's prompt is its first frame.
+    fn in_scope(&self, scope: TickScope) -> bool {
+        self.has_input() && (scope == TickScope::All || self.frames == 0)
     }
 }
 
@@ -142,21 +151,27 @@ impl SessionEngine for FakeEngine {
 
     fn tick_in_flight(&self) -> bool {
         let s = self.state();
-        s.pipelined && !s.sessions.is_empty()
+        s.pipelined && !s.sessions.is_empty() && !s.steps.is_empty()
     }
 
     fn last_gpu_wait(&self) -> Duration {
         self.state().gpu_wait
     }
 
-    fn step(&mut self) -> Result<Vec<StepOutput>, EngineError> {
+    fn prompts_waiting(&self) -> usize {
+        self.state().sessions.values().filter(|s| s.in_scope(TickScope::Prompts)).count()
+    }
+
+    fn step(&mut self, scope: TickScope) -> Result<Vec<StepOutput>, EngineError> {
         let mut s = self.state();
         if s.failing_steps > 0 {
             s.failing_steps -= 1;
             return Err(EngineError::Gpu("the device was lost".into()));
         }
+        let stepped = s.sessions.values().filter(|x| x.in_scope(scope)).map(|x| x.label.clone()).collect();
+        s.steps.push((scope, stepped));
         let mut outs = Vec::new();
-        for (&id, session) in s.sessions.iter_mut().filter(|(_, s)| s.has_input()) {
+        for (&id, session) in s.sessions.iter_mut().filter(|(_, s)| s.in_scope(scope)) {
             let out = |frame, finished| StepOutput { id, frame, finished, logits: None, flushed: false };
             if session.label == "fault" {
                 outs.push(out(None, Some(FinishReason::GpuFault)));

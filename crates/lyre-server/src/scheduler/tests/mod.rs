@@ -5,6 +5,7 @@
 mod admission;
 mod failures;
 mod fake_engine;
+mod first_audio;
 mod keys;
 mod lifecycle;
 mod pacing;

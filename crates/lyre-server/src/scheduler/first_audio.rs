@@ -1,0 +1,159 @@
+//! Whether the next tick takes only the prompts waiting (`engine.fast_first_audio`).
+//!
+//! A new session's first audio comes at the end of the tick that takes its prompt. In a tick of
+//! every live session that is a whole tick's time; in a tick of the waiting prompts alone (the
+//! engine's `TickScope::Prompts`) it is the time of a short one, a few milliseconds. The
+//! sessions left out of that tick get their next frame one short tick later, which costs their
+//! listeners nothing while each has more audio in hand than the short tick and the full one
+//! after it take. So the worker runs a prompt tick only when every stream that is playing has
+//! that lead, and never when ticks are so slow that a stream with a single frame in hand (one
+//! whose first frame is on the GPU now) could run dry waiting.
+//!
+//! A stream's lead is counted at the server: each frame is 80 ms of audio, played from when it
+//! was sent or from the end of the frame before, whichever is later. A client that buffers
+//! before playing has more; one that plays faster than real time (a `speed` above 1) less.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use lyre_engine::TickScope;
+
+/// The audio in one frame (1,920 samples at 24 kHz).
+pub const FRAME_AUDIO: Duration = Duration::from_millis(80);
+/// Room kept beyond the two ticks' time, for the time a frame takes to reach its client.
+const MARGIN: Duration = Duration::from_millis(15);
+/// A stream whose audio ran out longer ago than this is not playing (it waits for text) and
+/// holds back nothing.
+const IDLE: Duration = Duration::from_millis(500);
+/// Ticks remembered: the lead needed is reckoned from the slowest of them.
+const RECENT_TICKS: usize = 8;
+
+#[derive(Debug, Clone)]
+pub struct FirstAudio {
+    enabled: bool,
+    recent: VecDeque<Duration>,
+}
+
+impl FirstAudio {
+    pub fn new(enabled: bool) -> Self {
+        FirstAudio { enabled, recent: VecDeque::with_capacity(RECENT_TICKS) }
+    }
+
+    /// A tick that made frames took `took`, from its launch to its results.
+    pub fn tick_took(&mut self, took: Duration) {
+        if self.recent.len() == RECENT_TICKS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(took);
+    }
+
+    /// The audio every playing stream must have in hand for a prompt tick: the short tick and
+    /// the full one after it (each at most the slowest recent tick), and the margin.
+    pub fn lead_needed(&self) -> Duration {
+        2 * self.recent.iter().max().copied().unwrap_or_default() + MARGIN
+    }
+
+    /// The next tick's scope. `prompts_waiting`: sessions whose next tick feeds a prompt;
+    /// `tick_in_flight`: a tick is on the GPU (the prompt tick follows it at once); `audio_ends`:
+    /// when each live stream's audio sent so far runs out (`None` before its first frame).
+    pub fn scope(
+        &self,
+        now: Instant,
+        prompts_waiting: usize,
+        tick_in_flight: bool,
+        audio_ends: impl IntoIterator<Item = Option<Instant>>,
+    ) -> TickScope {
+        if !self.enabled || prompts_waiting == 0 || !tick_in_flight {
+            return TickScope::All;
+        }
+        let need = self.lead_needed();
+        if need > FRAME_AUDIO {
+            return TickScope::All;
+        }
+        let short = audio_ends.into_iter().flatten().any(|end| end + IDLE > now && end < now + need);
+        if short {
+            TickScope::All
+        } else {
+            TickScope::Prompts
+        }
+    }
+}
+
+/// When a stream's audio runs out after a frame sent at `now`, if it ran out at `end` before.
+pub fn audio_end_after_frame(end: Option<Instant>, now: Instant) -> Instant {
+    end.map_or(now, |e| e.max(now)) + FRAME_AUDIO
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn with_ticks(ticks: &[u64]) -> FirstAudio {
+        let mut f = FirstAudio::new(true);
+        for &t in ticks {
+            f.tick_took(MS * t as u32);
+        }
+        f
+    }
+
+    #[test]
+    fn prompts_alone_when_every_playing_stream_has_two_ticks_in_hand() {
+        let f = with_ticks(&[20, 25, 22]);
+        assert_eq!(f.lead_needed(), 65 * MS);
+        let now = Instant::now();
+        let playing = [Some(now + 300 * MS), Some(now + 66 * MS), None];
+        assert_eq!(f.scope(now, 1, true, playing), TickScope::Prompts);
+    }
+
+    #[test]
+    fn a_stream_short_of_audio_keeps_everyone_in_the_tick() {
+        let f = with_ticks(&[20, 25, 22]);
+        let now = Instant::now();
+        assert_eq!(f.scope(now, 1, true, [Some(now + 300 * MS), Some(now + 60 * MS)]), TickScope::All);
+        // Already run dry a moment ago (an underrun): still counts.
+        assert_eq!(f.scope(now, 1, true, [Some(now - 100 * MS)]), TickScope::All);
+    }
+
+    #[test]
+    fn a_stream_silent_for_long_is_not_playing() {
+        let f = with_ticks(&[20]);
+        let now = Instant::now() + Duration::from_secs(2);
+        assert_eq!(f.scope(now, 1, true, [Some(now - 600 * MS), Some(now + 200 * MS)]), TickScope::Prompts);
+    }
+
+    #[test]
+    fn nothing_to_gain_or_too_slow_or_off() {
+        let now = Instant::now();
+        let far = [Some(now + Duration::from_secs(5))];
+        let f = with_ticks(&[20]);
+        assert_eq!(f.scope(now, 0, true, far), TickScope::All, "no prompt waits");
+        assert_eq!(f.scope(now, 2, false, far), TickScope::All, "nothing on the GPU: one tick takes all");
+        // Ticks of 35 ms: a stream whose first frame is on the GPU would have 80 ms in hand,
+        // less than the 85 ms of a prompt tick and a full one.
+        assert_eq!(with_ticks(&[35]).scope(now, 1, true, far), TickScope::All);
+        assert_eq!(with_ticks(&[32]).scope(now, 1, true, far), TickScope::Prompts);
+        let mut off = FirstAudio::new(false);
+        off.tick_took(MS);
+        assert_eq!(off.scope(now, 1, true, far), TickScope::All);
+    }
+
+    #[test]
+    fn the_slowest_of_the_last_eight_ticks_counts() {
+        let mut f = with_ticks(&[50]);
+        assert_eq!(f.lead_needed(), 115 * MS);
+        for _ in 0..RECENT_TICKS {
+            f.tick_took(10 * MS);
+        }
+        assert_eq!(f.lead_needed(), 35 * MS);
+    }
+
+    #[test]
+    fn audio_runs_on_from_the_later_of_the_send_and_the_last_end() {
+        let now = Instant::now();
+        assert_eq!(audio_end_after_frame(None, now), now + FRAME_AUDIO);
+        assert_eq!(audio_end_after_frame(Some(now + 200 * MS), now), now + 280 * MS);
+        assert_eq!(audio_end_after_frame(Some(now - 200 * MS), now), now + FRAME_AUDIO);
+    }
+}
