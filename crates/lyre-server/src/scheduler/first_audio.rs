@@ -7,7 +7,8 @@
 //! listeners nothing while each has more audio in hand than the short tick and the full one
 //! after it take. So the worker runs a prompt tick only when every stream that is playing has
 //! that lead, and never when ticks are so slow that a stream with a single frame in hand (one
-//! whose first frame is on the GPU now) could run dry waiting.
+//! whose first frame is on the GPU now) could run dry waiting. Full ticks and prompt ticks are
+//! timed apart: the lead a prompt tick needs is the slowest recent one of each.
 //!
 //! A stream's lead is counted at the server: each frame is 80 ms of audio, played from when it
 //! was sent or from the end of the frame before, whichever is later. A client that buffers
@@ -25,32 +26,64 @@ const MARGIN: Duration = Duration::from_millis(15);
 /// A stream whose audio ran out longer ago than this is not playing (it waits for text) and
 /// holds back nothing.
 const IDLE: Duration = Duration::from_millis(500);
-/// Ticks remembered: the lead needed is reckoned from the slowest of them.
+/// Ticks of each kind remembered: the lead needed is reckoned from the slowest of them.
 const RECENT_TICKS: usize = 8;
 
 #[derive(Debug, Clone)]
 pub struct FirstAudio {
     enabled: bool,
-    recent: VecDeque<Duration>,
+    full: RecentTicks,
+    prompt: RecentTicks,
+    /// The scope of the tick on the GPU, which the next step reads.
+    in_flight: Option<TickScope>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct RecentTicks(VecDeque<Duration>);
+
+impl RecentTicks {
+    fn push(&mut self, took: Duration) {
+        if self.0.len() == RECENT_TICKS {
+            self.0.pop_front();
+        }
+        self.0.push_back(took);
+    }
+
+    fn slowest(&self) -> Option<Duration> {
+        self.0.iter().max().copied()
+    }
 }
 
 impl FirstAudio {
     pub fn new(enabled: bool) -> Self {
-        FirstAudio { enabled, recent: VecDeque::with_capacity(RECENT_TICKS) }
+        FirstAudio { enabled, full: RecentTicks::default(), prompt: RecentTicks::default(), in_flight: None }
     }
 
-    /// A tick that made frames took `took`, from its launch to its results.
-    pub fn tick_took(&mut self, took: Duration) {
-        if self.recent.len() == RECENT_TICKS {
-            self.recent.pop_front();
+    /// A step took `took` to read its tick, having launched one of `launched`'s scope
+    /// (`left_in_flight`: on the GPU still, for the next step to read). The tick it read is the
+    /// one the step before left, or else the one it launched itself.
+    pub fn stepped(&mut self, took: Duration, launched: TickScope, left_in_flight: bool, made_frames: bool) {
+        let read = self.in_flight.take().unwrap_or(launched);
+        self.in_flight = left_in_flight.then_some(launched);
+        if made_frames {
+            self.tick_took(took, read);
         }
-        self.recent.push_back(took);
     }
 
-    /// The audio every playing stream must have in hand for a prompt tick: the short tick and
-    /// the full one after it (each at most the slowest recent tick), and the margin.
+    /// A tick of `scope` that made frames took `took`, from its launch to its results.
+    pub fn tick_took(&mut self, took: Duration, scope: TickScope) {
+        match scope {
+            TickScope::All => self.full.push(took),
+            TickScope::Prompts => self.prompt.push(took),
+        }
+    }
+
+    /// The audio every playing stream must have in hand for a prompt tick: the prompt tick and
+    /// the full one after it (the slowest recent of each; a full one's time until a prompt tick
+    /// has been timed), and the margin.
     pub fn lead_needed(&self) -> Duration {
-        2 * self.recent.iter().max().copied().unwrap_or_default() + MARGIN
+        let full = self.full.slowest().unwrap_or_default();
+        full + self.prompt.slowest().unwrap_or(full) + MARGIN
     }
 
     /// The next tick's scope. `prompts_waiting`: sessions whose next tick feeds a prompt;
@@ -93,7 +126,7 @@ mod tests {
     fn with_ticks(ticks: &[u64]) -> FirstAudio {
         let mut f = FirstAudio::new(true);
         for &t in ticks {
-            f.tick_took(MS * t as u32);
+            f.tick_took(MS * t as u32, TickScope::All);
         }
         f
     }
@@ -135,7 +168,7 @@ mod tests {
         assert_eq!(with_ticks(&[35]).scope(now, 1, true, far), TickScope::All);
         assert_eq!(with_ticks(&[32]).scope(now, 1, true, far), TickScope::Prompts);
         let mut off = FirstAudio::new(false);
-        off.tick_took(MS);
+        off.tick_took(MS, TickScope::All);
         assert_eq!(off.scope(now, 1, true, far), TickScope::All);
     }
 
@@ -144,9 +177,37 @@ mod tests {
         let mut f = with_ticks(&[50]);
         assert_eq!(f.lead_needed(), 115 * MS);
         for _ in 0..RECENT_TICKS {
-            f.tick_took(10 * MS);
+            f.tick_took(10 * MS, TickScope::All);
         }
         assert_eq!(f.lead_needed(), 35 * MS);
+    }
+
+    #[test]
+    fn prompt_ticks_are_timed_apart_from_full_ones() {
+        // Full ticks of 40 ms: too slow while a prompt tick is taken to be as long.
+        let mut f = with_ticks(&[40]);
+        let now = Instant::now();
+        let far = [Some(now + Duration::from_secs(5))];
+        assert_eq!(f.scope(now, 1, true, far), TickScope::All);
+        f.tick_took(12 * MS, TickScope::Prompts);
+        assert_eq!(f.lead_needed(), 67 * MS);
+        assert_eq!(f.scope(now, 1, true, far), TickScope::Prompts);
+    }
+
+    #[test]
+    fn a_step_times_the_tick_it_read() {
+        let mut f = FirstAudio::new(true);
+        // Pipelined: the first step reads the tick it launched; later ones the one before.
+        f.stepped(30 * MS, TickScope::All, true, true);
+        f.stepped(31 * MS, TickScope::Prompts, true, true);
+        f.stepped(9 * MS, TickScope::All, true, true);
+        f.stepped(50 * MS, TickScope::All, true, false);
+        assert_eq!(f.full.slowest(), Some(31 * MS), "a step without frames is not timed");
+        assert_eq!(f.prompt.slowest(), Some(9 * MS));
+        // Unpipelined: each step reads its own.
+        f.stepped(8 * MS, TickScope::Prompts, false, true);
+        f.stepped(7 * MS, TickScope::Prompts, false, true);
+        assert_eq!(f.prompt.0.len(), 2, "the in-flight All tick was read by the first of them");
     }
 
     #[test]

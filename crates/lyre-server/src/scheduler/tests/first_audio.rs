@@ -47,7 +47,7 @@ fn the_first_session_and_slow_ticks_get_no_prompt_tick() {
     assert_eq!(h.engine().steps, [(TickScope::All, labels(&["a"]))], "nothing on the GPU yet");
     assert_eq!(seen(&mut a), [Seen::Started, Seen::Frame(0)]);
     // Ticks of 40 ms: two of them are more than the 80 ms a stream with one frame holds.
-    h.worker.first_audio.tick_took(Duration::from_millis(40));
+    h.worker.first_audio.tick_took(Duration::from_millis(40), TickScope::All);
     let _b = h.submit(whole("b", 50));
     h.turn();
     assert_eq!(h.engine().steps.last(), Some(&(TickScope::All, labels(&["a", "b"]))));
