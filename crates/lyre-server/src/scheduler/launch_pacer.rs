@@ -10,8 +10,9 @@
 //! GPU. Waiting longer than the slack means the launch could have come later; hardly waiting at
 //! all means the GPU may have been idle, so the hold is halved.
 //!
-//! A prompt tick (`first_audio`) is short: the launch after it is not held, and the wait for it
-//! teaches nothing about the full ticks the hold is for.
+//! A prompt tick (`first_audio`) is far shorter than a full one, so the pacer learns a hold for
+//! each: the launch after a prompt tick is held by what steps that read prompt ticks taught, and
+//! a session that arrives during one still joins the next tick.
 
 use std::time::{Duration, Instant};
 
@@ -24,46 +25,60 @@ const MAX_HOLD: Duration = Duration::from_millis(250);
 pub struct LaunchPacer {
     /// The wait for the GPU each step aims for; zero turns holding off.
     slack: Duration,
-    /// From a step's end to the next launch.
+    /// From a step's end to the next launch, while a full tick is on the GPU.
     hold: Duration,
+    /// The same while a prompt tick is.
+    prompt_hold: Duration,
     /// When the last step ended, if it left a tick on the GPU.
     in_flight_since: Option<Instant>,
-    /// The tick on the GPU is a prompt tick.
-    prompt_tick_in_flight: bool,
+    /// The scope of the tick on the GPU.
+    in_flight: TickScope,
 }
 
 impl LaunchPacer {
     pub fn new(slack: Duration) -> Self {
-        LaunchPacer { slack, hold: Duration::ZERO, in_flight_since: None, prompt_tick_in_flight: false }
+        LaunchPacer {
+            slack,
+            hold: Duration::ZERO,
+            prompt_hold: Duration::ZERO,
+            in_flight_since: None,
+            in_flight: TickScope::All,
+        }
     }
 
     /// A step ended at `now` after waiting `gpu_wait` for the tick it read; `in_flight`: it
     /// left the next tick, of `launched`'s scope, on the GPU.
     pub fn stepped(&mut self, now: Instant, gpu_wait: Duration, in_flight: bool, launched: TickScope) {
-        let read_prompt_tick = std::mem::replace(&mut self.prompt_tick_in_flight, false);
+        // The tick read is the one the last step left, or (nothing was left) the one launched.
+        let read = if self.in_flight_since.is_some() { self.in_flight } else { launched };
+        self.in_flight = launched;
         if !in_flight || self.slack.is_zero() {
             self.in_flight_since = None;
             return;
         }
         self.in_flight_since = Some(now);
-        self.prompt_tick_in_flight = launched == TickScope::Prompts;
-        if read_prompt_tick {
-            return;
-        }
-        if gpu_wait < self.slack / 4 {
+        let slack = self.slack;
+        let hold = match read {
+            TickScope::All => &mut self.hold,
+            TickScope::Prompts => &mut self.prompt_hold,
+        };
+        if gpu_wait < slack / 4 {
             // The GPU may have finished before the launch: by how much is unknown.
-            self.hold /= 2;
-        } else if gpu_wait > self.slack {
-            self.hold = (self.hold + (gpu_wait - self.slack) / 2).min(MAX_HOLD);
+            *hold /= 2;
+        } else if gpu_wait > slack {
+            *hold = (*hold + (gpu_wait - slack) / 2).min(MAX_HOLD);
         } else {
-            self.hold = self.hold.saturating_sub((self.slack - gpu_wait) / 2);
+            *hold = hold.saturating_sub((slack - gpu_wait) / 2);
         }
     }
 
-    /// When to submit the next tick; `None`: now (nothing on the GPU, a short prompt tick, or
-    /// holding is off).
+    /// When to submit the next tick; `None`: now (nothing on the GPU, or holding is off).
     pub fn launch_at(&self) -> Option<Instant> {
-        self.in_flight_since.filter(|_| !self.prompt_tick_in_flight).map(|t| t + self.hold)
+        let hold = match self.in_flight {
+            TickScope::All => self.hold,
+            TickScope::Prompts => self.prompt_hold,
+        };
+        self.in_flight_since.map(|t| t + hold)
     }
 
     /// When the tick now on the GPU started (the last step's end), if holding is on.
@@ -144,17 +159,29 @@ mod tests {
     }
 
     #[test]
-    fn a_prompt_tick_is_not_held_for_and_teaches_nothing() {
+    fn prompt_ticks_learn_their_own_hold() {
         let mut pacer = LaunchPacer::new(2 * MS);
         run(&mut pacer, 25 * MS, 3 * MS, 40);
         let hold = pacer.hold();
-        let now = Instant::now();
-        // The step that launched the prompt tick read a full tick: that wait counts.
+        let mut now = Instant::now();
+        // Full ticks of 25 ms alternate with prompt ticks of 9 ms (3 ms of each is the launch).
+        for _ in 0..30 {
+            // This step reads a full tick and launches a prompt tick; the next the reverse.
+            let wait = (25 * MS).saturating_sub(pacer.hold() + 3 * MS);
+            now += pacer.hold() + 3 * MS + wait;
+            pacer.stepped(now, wait, true, TickScope::Prompts);
+            let wait = (9 * MS).saturating_sub(pacer.prompt_hold + 3 * MS);
+            now += pacer.prompt_hold + 3 * MS + wait;
+            pacer.stepped(now, wait, true, TickScope::All);
+        }
+        assert!(
+            pacer.prompt_hold > 3 * MS && pacer.prompt_hold <= 4 * MS,
+            "prompt hold {:?}",
+            pacer.prompt_hold
+        );
+        assert_eq!(pacer.launch_at(), Some(now + pacer.hold()), "a full tick is on the GPU");
+        assert!(pacer.hold() >= hold - MS, "the full hold {:?} stays near {hold:?}", pacer.hold());
         pacer.stepped(now, 2 * MS, true, TickScope::Prompts);
-        assert_eq!(pacer.launch_at(), None, "the launch after a prompt tick is not held");
-        // The step after reads the prompt tick: its short wait leaves the hold as it was.
-        pacer.stepped(now + 8 * MS, 5 * MS, true, TickScope::All);
-        assert_eq!(pacer.hold(), hold);
-        assert_eq!(pacer.launch_at(), Some(now + 8 * MS + hold));
+        assert_eq!(pacer.launch_at(), Some(now + pacer.prompt_hold), "a prompt tick is on the GPU");
     }
 }
