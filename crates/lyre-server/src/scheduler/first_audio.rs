@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use lyre_engine::TickScope;
 
 /// The audio in one frame (1,920 samples at 24 kHz).
-pub const FRAME_AUDIO: Duration = Duration::from_millis(80);
+const FRAME_AUDIO: Duration = Duration::from_millis(80);
 /// Room kept beyond the two ticks' time, for the time a frame takes to reach its client.
 const MARGIN: Duration = Duration::from_millis(15);
 /// A stream whose audio ran out longer ago than this is not playing (it waits for text) and
@@ -32,6 +32,8 @@ const RECENT_TICKS: usize = 8;
 #[derive(Debug, Clone)]
 pub struct FirstAudio {
     enabled: bool,
+    /// A frame's audio: [`FRAME_AUDIO`] but in tests on a slow adapter.
+    frame_audio: Duration,
     full: RecentTicks,
     prompt: RecentTicks,
     /// The scope of the tick on the GPU, which the next step reads.
@@ -56,7 +58,24 @@ impl RecentTicks {
 
 impl FirstAudio {
     pub fn new(enabled: bool) -> Self {
-        FirstAudio { enabled, full: RecentTicks::default(), prompt: RecentTicks::default(), in_flight: None }
+        FirstAudio {
+            enabled,
+            frame_audio: FRAME_AUDIO,
+            full: RecentTicks::default(),
+            prompt: RecentTicks::default(),
+            in_flight: None,
+        }
+    }
+
+    /// As if each frame held `frame_audio` of audio (tests on an adapter slower than real time).
+    #[cfg(test)]
+    pub fn with_frame_audio(enabled: bool, frame_audio: Duration) -> Self {
+        FirstAudio { frame_audio, ..FirstAudio::new(enabled) }
+    }
+
+    /// When a stream's audio runs out after a frame sent at `now`, if it ran out at `end` before.
+    pub fn audio_end_after_frame(&self, end: Option<Instant>, now: Instant) -> Instant {
+        end.map_or(now, |e| e.max(now)) + self.frame_audio
     }
 
     /// A step took `took` to read its tick, having launched one of `launched`'s scope
@@ -100,7 +119,7 @@ impl FirstAudio {
             return TickScope::All;
         }
         let need = self.lead_needed();
-        if need > FRAME_AUDIO {
+        if need > self.frame_audio {
             return TickScope::All;
         }
         let short = audio_ends.into_iter().flatten().any(|end| end + IDLE > now && end < now + need);
@@ -110,11 +129,6 @@ impl FirstAudio {
             TickScope::Prompts
         }
     }
-}
-
-/// When a stream's audio runs out after a frame sent at `now`, if it ran out at `end` before.
-pub fn audio_end_after_frame(end: Option<Instant>, now: Instant) -> Instant {
-    end.map_or(now, |e| e.max(now)) + FRAME_AUDIO
 }
 
 #[cfg(test)]
@@ -213,8 +227,9 @@ mod tests {
     #[test]
     fn audio_runs_on_from_the_later_of_the_send_and_the_last_end() {
         let now = Instant::now();
-        assert_eq!(audio_end_after_frame(None, now), now + FRAME_AUDIO);
-        assert_eq!(audio_end_after_frame(Some(now + 200 * MS), now), now + 280 * MS);
-        assert_eq!(audio_end_after_frame(Some(now - 200 * MS), now), now + FRAME_AUDIO);
+        let f = FirstAudio::new(true);
+        assert_eq!(f.audio_end_after_frame(None, now), now + FRAME_AUDIO);
+        assert_eq!(f.audio_end_after_frame(Some(now + 200 * MS), now), now + 280 * MS);
+        assert_eq!(f.audio_end_after_frame(Some(now - 200 * MS), now), now + FRAME_AUDIO);
     }
 }

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 use super::command::{Command, PendingStart, TextOp};
 use super::events::{DoneStats, FrameEvent, SessionEvent};
-use super::first_audio::{audio_end_after_frame, FirstAudio};
+use super::first_audio::FirstAudio;
 use super::handle::Scheduler;
 use super::launch_pacer::LaunchPacer;
 use super::session_engine::SessionEngine;
@@ -343,7 +343,7 @@ impl<E: SessionEngine> Worker<E> {
                 metrics::histogram!("lyre_ttfa_seconds").record(elapsed_ms / 1e3);
             }
             live.frames += 1;
-            live.audio_end = Some(audio_end_after_frame(live.audio_end, Instant::now()));
+            live.audio_end = Some(self.first_audio.audio_end_after_frame(live.audio_end, Instant::now()));
             crate::telemetry::metrics::count_frame();
             let ev = SessionEvent::Frame(FrameEvent {
                 index: frame.index,

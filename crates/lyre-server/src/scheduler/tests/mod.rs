@@ -6,6 +6,7 @@ mod admission;
 mod failures;
 mod fake_engine;
 mod first_audio;
+mod first_audio_engine;
 mod keys;
 mod lifecycle;
 mod pacing;
