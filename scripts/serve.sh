@@ -24,11 +24,6 @@ if ! command -v cargo >/dev/null; then
   echo "error: cargo is not on PATH: install Rust (rustup) first" >&2
   exit 1
 fi
-# Mesa's drivers want a runtime directory; a fresh root shell may have none.
-if [ -z "${XDG_RUNTIME_DIR:-}" ]; then
-  export XDG_RUNTIME_DIR="/tmp/lyre-xdg-$(id -u)"
-  mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
-fi
 if [ $# -eq 0 ]; then
   set -- --config config/dev.toml
 fi
