@@ -79,14 +79,21 @@ impl FirstAudio {
     }
 
     /// A step took `took` to read its tick, having launched one of `launched`'s scope
-    /// (`left_in_flight`: on the GPU still, for the next step to read). The tick it read is the
-    /// one the step before left, or else the one it launched itself.
-    pub fn stepped(&mut self, took: Duration, launched: TickScope, left_in_flight: bool, made_frames: bool) {
+    /// (`left_in_flight`: on the GPU still, for the next step to read). Returns the scope of the
+    /// tick it read: the one the step before left, or else the one it launched itself.
+    pub fn stepped(
+        &mut self,
+        took: Duration,
+        launched: TickScope,
+        left_in_flight: bool,
+        made_frames: bool,
+    ) -> TickScope {
         let read = self.in_flight.take().unwrap_or(launched);
         self.in_flight = left_in_flight.then_some(launched);
         if made_frames {
             self.tick_took(took, read);
         }
+        read
     }
 
     /// A tick of `scope` that made frames took `took`, from its launch to its results.
@@ -212,10 +219,10 @@ mod tests {
     fn a_step_times_the_tick_it_read() {
         let mut f = FirstAudio::new(true);
         // Pipelined: the first step reads the tick it launched; later ones the one before.
-        f.stepped(30 * MS, TickScope::All, true, true);
-        f.stepped(31 * MS, TickScope::Prompts, true, true);
-        f.stepped(9 * MS, TickScope::All, true, true);
-        f.stepped(50 * MS, TickScope::All, true, false);
+        assert_eq!(f.stepped(30 * MS, TickScope::All, true, true), TickScope::All);
+        assert_eq!(f.stepped(31 * MS, TickScope::Prompts, true, true), TickScope::All);
+        assert_eq!(f.stepped(9 * MS, TickScope::All, true, true), TickScope::Prompts);
+        assert_eq!(f.stepped(50 * MS, TickScope::All, true, false), TickScope::All);
         assert_eq!(f.full.slowest(), Some(31 * MS), "a step without frames is not timed");
         assert_eq!(f.prompt.slowest(), Some(9 * MS));
         // Unpipelined: each step reads its own.

@@ -46,11 +46,16 @@ impl LaunchPacer {
         }
     }
 
-    /// A step ended at `now` after waiting `gpu_wait` for the tick it read; `in_flight`: it
-    /// left the next tick, of `launched`'s scope, on the GPU.
-    pub fn stepped(&mut self, now: Instant, gpu_wait: Duration, in_flight: bool, launched: TickScope) {
-        // The tick read is the one the last step left, or (nothing was left) the one launched.
-        let read = if self.in_flight_since.is_some() { self.in_flight } else { launched };
+    /// A step ended at `now` after waiting `gpu_wait` for the tick it read, of `read`'s scope;
+    /// `in_flight`: it left the next tick, of `launched`'s scope, on the GPU.
+    pub fn stepped(
+        &mut self,
+        now: Instant,
+        gpu_wait: Duration,
+        in_flight: bool,
+        launched: TickScope,
+        read: TickScope,
+    ) {
         self.in_flight = launched;
         if !in_flight || self.slack.is_zero() {
             self.in_flight_since = None;
@@ -109,7 +114,7 @@ mod tests {
             let wait = tick.saturating_sub(submit);
             now += submit + wait;
             waits.push(wait);
-            pacer.stepped(now, wait, true, TickScope::All);
+            pacer.stepped(now, wait, true, TickScope::All, TickScope::All);
         }
         waits
     }
@@ -141,13 +146,13 @@ mod tests {
     fn no_hold_without_a_tick_in_flight_or_with_zero_slack() {
         let mut pacer = LaunchPacer::new(2 * MS);
         let now = Instant::now();
-        pacer.stepped(now, 30 * MS, true, TickScope::All);
+        pacer.stepped(now, 30 * MS, true, TickScope::All, TickScope::All);
         assert_eq!(pacer.launch_at(), Some(now + 14 * MS));
-        pacer.stepped(now, 30 * MS, false, TickScope::All);
+        pacer.stepped(now, 30 * MS, false, TickScope::All, TickScope::All);
         assert_eq!(pacer.launch_at(), None);
 
         let mut off = LaunchPacer::new(Duration::ZERO);
-        off.stepped(now, 30 * MS, true, TickScope::All);
+        off.stepped(now, 30 * MS, true, TickScope::All, TickScope::All);
         assert_eq!(off.launch_at(), None);
     }
 
@@ -169,10 +174,10 @@ mod tests {
             // This step reads a full tick and launches a prompt tick; the next the reverse.
             let wait = (25 * MS).saturating_sub(pacer.hold() + 3 * MS);
             now += pacer.hold() + 3 * MS + wait;
-            pacer.stepped(now, wait, true, TickScope::Prompts);
+            pacer.stepped(now, wait, true, TickScope::Prompts, TickScope::All);
             let wait = (9 * MS).saturating_sub(pacer.prompt_hold + 3 * MS);
             now += pacer.prompt_hold + 3 * MS + wait;
-            pacer.stepped(now, wait, true, TickScope::All);
+            pacer.stepped(now, wait, true, TickScope::All, TickScope::Prompts);
         }
         assert!(
             pacer.prompt_hold > 3 * MS && pacer.prompt_hold <= 4 * MS,
@@ -181,7 +186,7 @@ mod tests {
         );
         assert_eq!(pacer.launch_at(), Some(now + pacer.hold()), "a full tick is on the GPU");
         assert!(pacer.hold() >= hold - MS, "the full hold {:?} stays near {hold:?}", pacer.hold());
-        pacer.stepped(now, 2 * MS, true, TickScope::Prompts);
+        pacer.stepped(now, 2 * MS, true, TickScope::Prompts, TickScope::All);
         assert_eq!(pacer.launch_at(), Some(now + pacer.prompt_hold), "a prompt tick is on the GPU");
     }
 }

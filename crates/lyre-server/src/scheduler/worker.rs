@@ -306,15 +306,15 @@ impl<E: SessionEngine> Worker<E> {
             self.engine.step(scope)
         };
         let in_flight = result.is_ok() && self.engine.tick_in_flight();
-        self.pacer.stepped(Instant::now(), self.engine.last_gpu_wait(), in_flight, scope);
-        let made_frames = result.as_ref().is_ok_and(|outs| outs.iter().any(|o| o.frame.is_some()));
-        self.first_audio.stepped(started.elapsed(), scope, in_flight, made_frames);
+        let frames = result.as_ref().map_or(0, |outs| outs.iter().filter(|o| o.frame.is_some()).count());
+        let took = started.elapsed();
+        let read = self.first_audio.stepped(took, scope, in_flight, frames > 0);
+        self.pacer.stepped(Instant::now(), self.engine.last_gpu_wait(), in_flight, scope, read);
         match result {
             Ok(outs) => {
                 self.consecutive_errors = 0;
-                let frames = outs.iter().filter(|o| o.frame.is_some()).count();
                 if frames > 0 {
-                    metrics::histogram!("lyre_tick_seconds").record(started.elapsed().as_secs_f64());
+                    metrics::histogram!("lyre_tick_seconds").record(took.as_secs_f64());
                     metrics::histogram!("lyre_batch_size").record(frames as f64);
                 }
                 for out in outs {
