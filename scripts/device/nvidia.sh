@@ -17,9 +17,9 @@
 #   nvidia.sh faster    the two faster-qwen3-tts packages and Lyre on their checkpoints (no official loop)
 #   nvidia.sh official  the official CUDA-graph loop and Lyre at batch 1, 8 and 32 (no faster-qwen3-tts)
 #   nvidia.sh fidelity  Lyre against the official implementation at real size (scripts/fidelity/)
-#   nvidia.sh profile   per-dispatch GPU timestamps of 0.6B at BATCHES (8,32,64)
-#   nvidia.sh sweep     0.6B at BATCHES (1,8,32,64) under each [engine.tuning] variant of
-#                       scripts/device/sweep.txt, against the defaults run first and last
+#   nvidia.sh profile   per-dispatch GPU timestamps of MODELS (0.6b) at BATCHES (8,32,64)
+#   nvidia.sh sweep     SWEEP_MODEL (0.6b) at BATCHES (1,8,32,64) under each [engine.tuning] variant
+#                       of SWEEP_FILE (scripts/device/sweep.txt), against the defaults run first and last
 #   nvidia.sh ab        .dev/lyre against every .dev/lyre-NAME (other builds, put there by hand),
 #                       AB_ROUNDS (2) times each in turn, at AB_BATCHES, on AB_MODELS (0.6b);
 #                       AB_ARGS adds `lyre bench` arguments
@@ -240,15 +240,21 @@ fidelity)
   bash scripts/fidelity/run.sh
   ;;
 profile)
-  model 0.6B-CustomVoice /tmp/m06
-  LYRE=${PROFILE_LYRE:-.dev/lyre} bench profile-0.6b /tmp/m06 --batch "${BATCHES:-8,32,64}" --frames 3 --profile-dispatches
+  local m dir
+  for m in ${MODELS:-0.6b}; do
+    dir=$(model_dir "$m") || continue
+    LYRE=${PROFILE_LYRE:-.dev/lyre} bench "profile-$m" "$dir" --batch "${BATCHES:-8,32,64}" --frames 3 --profile-dispatches
+    save
+  done
   ;;
 sweep)
-  model 0.6B-CustomVoice /tmp/m06
-  { echo "base"; grep -v '^#' scripts/device/sweep.txt; echo "base_again"; } | while read -r name tunes; do
+  # SWEEP_MODEL=1.7b sweeps the other model; SWEEP_FILE another list of variants.
+  local dir
+  dir=$(model_dir "${SWEEP_MODEL:-0.6b}") || return
+  { echo "base"; grep -v '^#' "${SWEEP_FILE:-scripts/device/sweep.txt}"; echo "base_again"; } | while read -r name tunes; do
     [ -n "$name" ] || continue
     # shellcheck disable=SC2086 # the --tune words split on purpose
-    bench "sweep-$name" /tmp/m06 --batch "${BATCHES:-1,8,32,64}" --frames 20 $tunes < /dev/null > /dev/null
+    bench "sweep-$name" "$dir" --batch "${BATCHES:-1,8,32,64}" --frames 20 $tunes < /dev/null > /dev/null
     save # a sweep cut off by the call's time limit still brings back what it measured
   done
   python3 scripts/device/sweep_table.py "$OUT" | tee "$OUT/sweep.txt"
