@@ -123,8 +123,10 @@ pub struct EngineTuning {
     pub conv_gemm_min_rows: u32,
     /// ...when it has at least this many output columns...
     pub conv_gemm_min_cols: u32,
-    /// ...and its GEMM grid at least this many tiles.
+    /// ...and its GEMM grid at least this many tiles (workgroups where K is split).
     pub conv_gemm_min_tiles: u32,
+    /// The most ways a conv GEMM whose grid is short of the GPU splits K, 1 (never) to 16.
+    pub conv_gemm_max_split: u32,
     /// The codec conv GEMM's tile.
     pub conv_tile: TileName,
     /// Codec conv GEMMs on cooperative matrices where the adapter has them.
@@ -163,6 +165,7 @@ impl Default for EngineTuning {
             conv_gemm_min_rows: 128,
             conv_gemm_min_cols: 32,
             conv_gemm_min_tiles: 60,
+            conv_gemm_max_split: 8,
             conv_tile: TileName::Rows128,
             conv_coop: true,
             conv_max_split: 16,
@@ -193,6 +196,7 @@ impl EngineTuning {
             ("conv_gemm_min_rows", self.conv_gemm_min_rows, 1, u32::MAX),
             ("conv_gemm_min_cols", self.conv_gemm_min_cols, 1, u32::MAX),
             ("conv_max_split", self.conv_max_split, 1, 16),
+            ("conv_gemm_max_split", self.conv_gemm_max_split, 1, 16),
         ];
         for (key, value, lo, hi) in ranges {
             if !(lo..=hi).contains(&value) {

@@ -23,7 +23,8 @@ fn adapter(name: &str) -> Adapter {
     }
 }
 
-/// `"4096 × 1024"` as (n, k), `"160 × 768"` as (rows, columns).
+/// `"4096 × 1024"` as (n, k), `"160 × 768"` as (rows, columns) (a codec conv's shape is
+/// followed by its chunks of K: `"32 × 768, 168 chunks"`).
 fn pair(shape: &str) -> (u32, u32) {
     let (a, b) = shape.split_once('×').unwrap_or_else(|| panic!("`{shape}` is not A × B"));
     (a.trim().parse().unwrap(), b.trim().parse().unwrap())
@@ -54,8 +55,9 @@ fn runs(choice: &KernelChoice, what: &str, shape: &str, rows: &str) -> String {
         },
         "sampler" => choice.sampler().to_string(),
         "codec conv" => {
-            let (rows_in, cols) = pair(shape);
-            choice.conv(rows_in, cols, number(rows)).to_string()
+            let (size, chunks) = shape.split_once(',').unwrap_or_else(|| panic!("`{shape}`: no chunks"));
+            let (rows_in, cols) = pair(size);
+            choice.conv(rows_in, cols, number(chunks), number(rows)).to_string()
         }
         other => panic!("unknown kind `{other}` in {DOC}"),
     }

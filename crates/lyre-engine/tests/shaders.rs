@@ -174,12 +174,14 @@ fn cooperative_kernels_compile_for_vulkan_and_have_a_fallback_everywhere() {
         );
         for tile in &coop {
             assert!(tile.is_known() && tile.coop);
-            let extra: &[&[(&str, f64)]] = if v.kernel.wgsl.contains("override SPLIT") {
+            let extra: &[&[(&str, f64)]] = if v.kernel.wgsl.contains("override INPUT") {
                 &[
                     &[("SPLIT", 1.0), ("INPUT", 0.0)],
                     &[("SPLIT", 4.0), ("INPUT", 1.0)],
                     &[("SPLIT", 1.0), ("INPUT", 2.0)],
                 ]
+            } else if v.kernel.wgsl.contains("override SPLIT") {
+                &[&[("SPLIT", 1.0)], &[("SPLIT", 4.0)]]
             } else {
                 &[&[]]
             };

@@ -2,7 +2,9 @@
 //! direct kernel, computed as an implicit GEMM on the register-blocked tile of `gemm_tile.wgsl`
 //! (or `coop_tile.wgsl`), for layers whose tick has many rows (the vocoder from a few sessions
 //! up). A [`Conv1d`] site records it as the [`Alternative`](crate::gpu::Alternative) of the
-//! direct kernel, chosen at record time from the live session count.
+//! direct kernel, chosen at record time from the live session count. Where a tick's tile grid
+//! is too short to fill the GPU, K is split over several workgroups per tile and a second
+//! dispatch adds their partial sums (`conv1d_split_reduce.wgsl`).
 
 use super::conv1d::{Conv1d, Params};
 use crate::error::{EngineError, Result};
@@ -37,16 +39,32 @@ pub const SOURCE_COOP: KernelSource = KernelSource {
     ),
 };
 
+/// The second dispatch of a GEMM with a split K: the partial sums added and the epilogue.
+pub const SOURCE_REDUCE: KernelSource = KernelSource {
+    name: "conv1d_split_reduce",
+    wgsl: concat!(
+        include_str!("../shared/seq_view.wgsl"),
+        include_str!("conv1d_common.wgsl"),
+        include_str!("conv1d_split_reduce.wgsl")
+    ),
+};
+
+/// Output columns per workgroup of the reduction.
+const REDUCE_COLS: u32 = 256;
+
 /// The GEMM dispatch of `site` with `tile`, with `params` and `buffers` as [`Conv1d`] prepared
-/// them. Tiles run over the rows of all sessions as one sequence, so no tile is cut short at the
-/// end of a session (160 rows per session would otherwise fill 128-row tiles to 62 %).
-pub(super) fn dispatch(
+/// them, and with `split` > 1 the reduction after it (K split over `split` workgroups per tile,
+/// their partial sums in [`Env::partials`]). Tiles run over the rows of all sessions as one
+/// sequence, so no tile is cut short at the end of a session (160 rows per session would
+/// otherwise fill 128-row tiles to 62 %).
+pub(super) fn dispatches(
     site: &Conv1d,
     env: &Env,
     mut params: Params,
     buffers: [&wgpu::Buffer; 6],
     tile: GemmTile,
-) -> Result<Dispatch> {
+    split: u32,
+) -> Result<Vec<Dispatch>> {
     let grid = Grid {
         x: Extent::Fixed(check_groups(site.label, site.conv.shape.cols().div_ceil(tile.cols()))?),
         y: Extent::RowsTimes {
@@ -54,13 +72,50 @@ pub(super) fn dispatch(
             times: site.rows_in.max(1),
             per_group: tile.rows(),
         },
-        z: Extent::Fixed(1),
+        z: Extent::Fixed(split.max(1)),
     };
     let (source, buffers) =
         if tile.coop { (SOURCE_COOP, coop_buffers(site, env, buffers)?) } else { (SOURCE, buffers) };
     params.y_rows = tile.rows();
-    let pipeline = env.ctx.pipeline(source, &tile.constants());
-    Ok(sequence_dispatch(env, pipeline, site.label, &params, site.sessions, &buffers, grid))
+    let mut constants = tile.constants().to_vec();
+    constants.push(("SPLIT", split.max(1) as f64));
+    let pipeline = env.ctx.pipeline(source, &constants);
+    let mut bound = buffers.to_vec();
+    bound.push(env.partials);
+    let gemm = sequence_dispatch(env, pipeline, site.label, &params, site.sessions, &bound, grid);
+    if split <= 1 {
+        return Ok(vec![gemm]);
+    }
+    let reduce = env.ctx.pipeline(SOURCE_REDUCE, &[("SPLIT", split as f64)]);
+    let uniform = env.ctx.uniform(site.label, &params);
+    // The reduction reads neither the weights (3) nor the input (6).
+    let bind_group = env.ctx.bind_group_at(
+        site.label,
+        &reduce,
+        &[
+            (0, &uniform),
+            (1, env.counts),
+            (2, site.sessions),
+            (4, buffers[1]),
+            (5, buffers[2]),
+            (7, buffers[4]),
+            (8, buffers[5]),
+            (9, env.partials),
+        ],
+    );
+    let rows = Extent::RowsTimes { count: RowCount::Sessions, times: site.rows_in.max(1), per_group: 1 };
+    let reduce = Dispatch {
+        label: site.label.to_string(),
+        pipeline: reduce,
+        bind_group,
+        grid: Grid {
+            x: Extent::Fixed(site.conv.shape.cols().div_ceil(REDUCE_COLS)),
+            y: rows,
+            z: Extent::Fixed(1),
+        },
+        alternatives: Vec::new(),
+    };
+    Ok(vec![gemm, reduce])
 }
 
 /// `buffers` with the f16 weights in place of the f32 ones, or why the cooperative kernel cannot

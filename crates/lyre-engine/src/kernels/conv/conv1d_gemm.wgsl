@@ -3,19 +3,25 @@
 // coop_tile.wgsl): C[rows × cols] = A · B with A[row][(m, c)] = x[row - m·dil][c] read through
 // the views and B the packed weights. A workgroup computes BM rows × BN virtual columns; K runs
 // over every tap m and the input channels in chunks of BK (BK / 4 groups of 4), and the next
-// chunk's loads are in flight while the current one is multiplied. Rows are tiled like
-// conv1d.wgsl: `y_rows` rows per session in groups of BM (grid z), or BM rows of whole sessions
-// per group. TM · BK = 128: each thread stages two vec4s of x per chunk. The weights are
-// WeightVecs (f32, or f16 on cooperative matrices), loaded and staged as they are.
+// chunk's loads are in flight while the current one is multiplied. The tiles run over the
+// step's rows of all sessions as one sequence (`y_rows` = BM rows per workgroup, grid y).
+// TM · BK = 128: each thread stages two vec4s of x per chunk. The weights are WeightVecs (f32,
+// or f16 on cooperative matrices), loaded and staged as they are.
+//
+// SPLIT > 1 splits K (the chunks) over grid z for layers whose tile grid is too short to fill
+// the GPU: each workgroup writes its raw sums to `part` ([z][session rows][cols]) and
+// conv1d_split_reduce.wgsl adds them in z order and applies the epilogue.
 
 // Weight loads (vec4 of four input channels) per thread per chunk (at most 8).
 override W_LOADS: u32 = BN * BK / 4u / THREADS;
+override SPLIT: u32 = 1u;
+
+@group(0) @binding(9) var<storage, read_write> part: array<f32>;
 
 // Flat row (session * rows_in + t) of tile row `i`, and whether it is one of the step's rows.
 fn tile_row(wid: vec3<u32>, i: u32, ns: u32) -> vec2<u32> {
-    let local = wid.z * BM + i;
-    let flat = wid.y * p.y_rows + local;
-    let ok = local < p.y_rows && flat / p.rows_in < ns;
+    let flat = wid.y * p.y_rows + i;
+    let ok = i < p.y_rows && flat / p.rows_in < ns;
     return vec2<u32>(flat, u32(ok));
 }
 
@@ -42,6 +48,10 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     let xs_t = flat % p.rows_in;
     let groups_per_tap = (p.cin4 + kv - 1u) / kv;
     let chunks = p.taps * groups_per_tap;
+    // This workgroup's chunks: all of them, or its part of a split K.
+    let per_split = (chunks + SPLIT - 1u) / SPLIT;
+    let c_begin = min(wid.z * per_split, chunks);
+    let c_end = min(c_begin + per_split, chunks);
 
     clear_acc();
     var tap = 0u;
@@ -49,8 +59,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     var x0 = vec4<f32>(0.0);
     var x1 = vec4<f32>(0.0);
     var wr: array<WeightVec, 8>;
-    for (var j = 0u; j <= chunks; j++) {
-        if (j > 0u) {
+    for (var j = c_begin; j <= c_end; j++) {
+        if (j > c_begin) {
             // Stage chunk j - 1 from the registers.
             stage_x(xk, xr, x0);
             stage_x(xk2, xr, x1);
@@ -62,7 +72,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
             }
             workgroupBarrier();
         }
-        if (j < chunks) {
+        if (j < c_end) {
             // Issue chunk j's loads; they complete while chunk j - 1 is multiplied.
             let m = j / groups_per_tap;
             let c0 = (j % groups_per_tap) * kv;
@@ -84,12 +94,32 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
                 }
             }
         }
-        if (j > 0u) {
+        if (j > c_begin) {
             mma_chunk(tx, ty);
             workgroupBarrier();
         }
     }
     flush_acc(tx, ty);
+    if (SPLIT > 1u) {
+        let total = ns * p.rows_in;
+        for (var q = 0u; q < TM; q++) {
+            let o = tile_row(wid, block_row(ty, q), ns);
+            if (o.y == 0u) {
+                continue;
+            }
+            let base = (wid.z * total + o.x) * p.cols;
+            for (var jb = 0u; jb < TN / 4u; jb++) {
+                let a = acc_at(tx, ty, q, jb);
+                let c0 = col0 + block_col(tx, jb);
+                for (var e = 0u; e < 4u; e++) {
+                    if (c0 + e < p.cols) {
+                        part[base + c0 + e] = a[e];
+                    }
+                }
+            }
+        }
+        return;
+    }
     for (var q = 0u; q < TM; q++) {
         let o = tile_row(wid, block_row(ty, q), ns);
         if (o.y == 0u) {

@@ -19,8 +19,13 @@ use crate::kernels::gemm_tile::GemmTile;
 use crate::kernels::Env;
 
 /// The kernels of this family.
-pub(super) const SOURCES: [KernelSource; 4] =
-    [direct::SOURCE, conv1d_gemm::SOURCE, conv1d_gemm::SOURCE_COOP, depthwise_conv::SOURCE];
+pub(super) const SOURCES: [KernelSource; 5] = [
+    direct::SOURCE,
+    conv1d_gemm::SOURCE,
+    conv1d_gemm::SOURCE_COOP,
+    conv1d_gemm::SOURCE_REDUCE,
+    depthwise_conv::SOURCE,
+];
 
 /// The GEMM on cooperative matrices, and the register-tile GEMM that runs where they are missing.
 pub(super) const COOP_AND_FALLBACK: (KernelSource, KernelSource) =
@@ -29,37 +34,48 @@ pub(super) const COOP_AND_FALLBACK: (KernelSource, KernelSource) =
 impl Conv1d<'_> {
     /// The dispatch of this site: the direct kernel, at a narrower K split as its alternative
     /// for ticks of several sessions, and the GEMM kernel for ticks with many rows where
-    /// [`KernelChoice::conv_gemm_policy`](crate::kernels::select::KernelChoice::conv_gemm_policy)
-    /// allows it (unless the GEMM already takes over from two sessions).
+    /// [`KernelChoice::conv_gemm_levels`](crate::kernels::select::KernelChoice::conv_gemm_levels)
+    /// allows it (with K split where its grid is short; unless the GEMM already takes over from
+    /// two sessions).
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
         let (params, buffers) = self.prepare(env)?;
         let tiling = self.direct_tiling()?;
         let (single, shared) =
             direct::k_splits(&tiling, self.conv.shape.cin4(), env.kernels.conv_max_k_split());
         let tile = env.kernels.conv_tile();
-        let gemm =
-            match env.kernels.conv_gemm_policy().min_sessions(self.rows_in, self.conv.shape.cols(), tile) {
-                Some(min_sessions) => Some(Alternative {
-                    rows: RowCount::Sessions,
-                    min_rows: min_sessions,
-                    dispatches: vec![conv1d_gemm::dispatch(self, env, params, buffers, tile)?],
-                }),
-                None => None,
-            };
+        let levels = env.kernels.conv_gemm_levels(
+            self.rows_in,
+            self.conv.shape.cols(),
+            self.gemm_chunks(tile),
+            env.partials.size(),
+        );
         let mut d = self.build_direct(env, params, &buffers, &tiling, single);
-        if shared != single && gemm.as_ref().is_none_or(|g| g.min_rows > 2) {
+        if shared != single && levels.first().is_none_or(|l| l.min_sessions > 2) {
             let dispatches = vec![self.build_direct(env, params, &buffers, &tiling, shared)];
             d.add_alternative(Alternative { rows: RowCount::Sessions, min_rows: 2, dispatches });
         }
-        if let Some(alt) = gemm {
-            d.add_alternative(alt);
+        for level in levels {
+            let dispatches = conv1d_gemm::dispatches(self, env, params, buffers, tile, level.split)?;
+            d.add_alternative(Alternative {
+                rows: RowCount::Sessions,
+                min_rows: level.min_sessions,
+                dispatches,
+            });
         }
         Ok(d)
     }
 
-    /// The GEMM kernel with the given tile, whatever the row count (for tests and tools).
-    pub fn build_gemm(&self, env: &Env, tile: GemmTile) -> Result<Dispatch> {
+    /// The GEMM kernel with the given tile and K split, whatever the row count (for tests and
+    /// tools): one dispatch, or with `split` > 1 the GEMM and the reduction of its partial sums.
+    pub fn build_gemm(&self, env: &Env, tile: GemmTile, split: u32) -> Result<Vec<Dispatch>> {
         let (params, buffers) = self.prepare(env)?;
-        conv1d_gemm::dispatch(self, env, params, buffers, tile)
+        conv1d_gemm::dispatches(self, env, params, buffers, tile, split)
+    }
+
+    /// Chunks of K the GEMM with `tile` runs through: every tap's input channels in chunks of
+    /// `tile.bk`.
+    fn gemm_chunks(&self, tile: GemmTile) -> u32 {
+        let s = self.conv.shape;
+        s.taps * s.cin4().div_ceil(tile.bk / 4)
     }
 }

@@ -15,12 +15,30 @@ pub const CONV_WORKGROUP: u32 = 64;
 /// (the decoder's transformer linears never reach it). Layers narrower than 32 columns keep the
 /// direct kernel (the output conv has 1 column, which would leave 63 of every 64 tile columns
 /// idle).
+///
+/// Where a tick's tile grid is short of [`SPLIT_TARGET_GROUPS`] workgroups, K is split over up
+/// to `max_split` workgroups per tile, and `min_tiles` then counts the split grid's workgroups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GemmPolicy {
     pub min_rows: u32,
     pub min_cols: u32,
     pub min_tiles: u32,
+    pub max_split: u32,
 }
+
+/// Workgroups a conv GEMM's grid is split up to (the cooperative matmul tiles' target: about
+/// one per SM of an H100).
+pub const SPLIT_TARGET_GROUPS: u32 = 128;
+
+/// From `min_sessions` sessions on (until the next level), a layer's GEMM splits K `split` ways.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GemmLevel {
+    pub min_sessions: u32,
+    pub split: u32,
+}
+
+/// Sessions past which [`GemmPolicy::levels`] stops looking (far beyond any slot count).
+const MAX_SESSIONS: u32 = 4096;
 
 impl GemmPolicy {
     /// The fewest sessions from which a layer of `rows_in` input rows per session and `cols`
@@ -34,6 +52,62 @@ impl GemmPolicy {
         let rows = self.min_rows.max((row_tiles - 1) * tile.rows() + 1);
         Some(rows.div_ceil(rows_in.max(1)).max(1))
     }
+
+    /// The GEMM levels of a layer of `rows_in` input rows per session, `cols` virtual columns
+    /// and `chunks` chunks of K with `tile`, whose split partial sums must fit `partial_bytes`:
+    /// at each session count the GEMM runs where its grid, split as far as
+    /// [`GemmPolicy::split_at`] allows, has `min_tiles` workgroups; empty where it never does.
+    /// With `max_split` 1 the one level starts at [`GemmPolicy::min_sessions`].
+    pub fn levels(
+        &self,
+        rows_in: u32,
+        cols: u32,
+        chunks: u32,
+        tile: GemmTile,
+        partial_bytes: u64,
+    ) -> Vec<GemmLevel> {
+        let mut levels: Vec<GemmLevel> = Vec::new();
+        for sessions in 1..=MAX_SESSIONS {
+            let Some(split) = self.split_at(sessions * rows_in.max(1), cols, chunks, tile, partial_bytes)
+            else {
+                continue;
+            };
+            if levels.last().is_none_or(|l| l.split != split) {
+                levels.push(GemmLevel { min_sessions: sessions, split });
+            }
+            if split == 1 {
+                break;
+            }
+        }
+        levels
+    }
+
+    /// The K split of the GEMM over `rows` rows of `cols` columns, `None` where the direct
+    /// kernel runs: doubled while the grid is short of [`SPLIT_TARGET_GROUPS`], each part keeps
+    /// two chunks, the partial sums fit and the reduction's grid fits one dimension.
+    pub fn split_at(
+        &self,
+        rows: u32,
+        cols: u32,
+        chunks: u32,
+        tile: GemmTile,
+        partial_bytes: u64,
+    ) -> Option<u32> {
+        if cols < self.min_cols || rows < self.min_rows {
+            return None;
+        }
+        let tiles = rows.div_ceil(tile.rows()) * cols.div_ceil(tile.cols());
+        let mut split = 1;
+        while split * 2 <= self.max_split
+            && tiles * split < SPLIT_TARGET_GROUPS
+            && chunks >= 4 * split
+            && (2 * split) as u64 * rows as u64 * cols as u64 * 4 <= partial_bytes
+            && rows <= 65535
+        {
+            split *= 2;
+        }
+        (tiles * split >= self.min_tiles).then_some(split)
+    }
 }
 
 /// The kernel a conv layer runs in a tick.
@@ -41,31 +115,33 @@ impl GemmPolicy {
 pub enum ConvKernel {
     /// The direct kernel (its K split follows the layer's grid).
     Direct,
-    Gemm {
-        tile: GemmTile,
-    },
+    /// The implicit GEMM, K split `split` ways (1: not split).
+    Gemm { tile: GemmTile, split: u32 },
 }
 
 impl std::fmt::Display for ConvKernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ConvKernel::Direct => write!(f, "direct"),
-            ConvKernel::Gemm { tile } => {
+            ConvKernel::Gemm { tile, split } => {
                 let on = if tile.coop { " cooperative" } else { "" };
-                write!(f, "GEMM {}x{}{on}", tile.rows(), tile.cols())
+                let k = if *split > 1 { format!(", K split {split}") } else { String::new() };
+                write!(f, "GEMM {}x{}{on}{k}", tile.rows(), tile.cols())
             }
         }
     }
 }
 
 impl KernelChoice {
-    /// When conv layers take the GEMM (`tuning.conv_gemm_min_rows`, `_min_cols`, `_min_tiles`).
+    /// When conv layers take the GEMM and how far they split K (`tuning.conv_gemm_min_rows`,
+    /// `_min_cols`, `_min_tiles`, `_max_split`).
     pub fn conv_gemm_policy(&self) -> GemmPolicy {
         let t = &self.tuning;
         GemmPolicy {
             min_rows: t.conv_gemm_min_rows,
             min_cols: t.conv_gemm_min_cols,
             min_tiles: t.conv_gemm_min_tiles,
+            max_split: t.conv_gemm_max_split.max(1),
         }
     }
 
@@ -82,13 +158,26 @@ impl KernelChoice {
         }
     }
 
-    /// The kernel of a conv layer of `rows_in` input rows per session and `cols` virtual
-    /// columns in a tick of `sessions` sessions.
-    pub fn conv(&self, rows_in: u32, cols: u32, sessions: u32) -> ConvKernel {
-        let tile = self.conv_tile();
-        match self.conv_gemm_policy().min_sessions(rows_in, cols, tile) {
-            Some(from) if sessions >= from => ConvKernel::Gemm { tile },
-            _ => ConvKernel::Direct,
+    /// The GEMM levels of a conv layer of `rows_in` input rows per session, `cols` virtual
+    /// columns and `chunks` chunks of K on [`KernelChoice::conv_tile`], whose split partial sums
+    /// must fit `partial_bytes` ([`GemmPolicy::levels`]).
+    pub fn conv_gemm_levels(
+        &self,
+        rows_in: u32,
+        cols: u32,
+        chunks: u32,
+        partial_bytes: u64,
+    ) -> Vec<GemmLevel> {
+        self.conv_gemm_policy().levels(rows_in, cols, chunks, self.conv_tile(), partial_bytes)
+    }
+
+    /// The kernel of a conv layer (as [`KernelChoice::conv_gemm_levels`]) in a tick of
+    /// `sessions` sessions, with the split-K scratch of [`KernelChoice::partials_bytes`].
+    pub fn conv(&self, rows_in: u32, cols: u32, chunks: u32, sessions: u32) -> ConvKernel {
+        let levels = self.conv_gemm_levels(rows_in, cols, chunks, self.partials_bytes());
+        match levels.iter().rev().find(|l| sessions >= l.min_sessions) {
+            Some(l) => ConvKernel::Gemm { tile: self.conv_tile(), split: l.split },
+            None => ConvKernel::Direct,
         }
     }
 
@@ -98,5 +187,61 @@ impl KernelChoice {
     pub fn conv_max_k_split(&self) -> u32 {
         let fit = self.adapter.max_invocations_per_workgroup / CONV_WORKGROUP;
         self.tuning.conv_max_split.min(fit).max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POLICY: GemmPolicy = GemmPolicy { min_rows: 128, min_cols: 32, min_tiles: 60, max_split: 8 };
+    const PARTIALS: u64 = 32 << 20;
+    /// (rows per session, columns, chunks) of the 12 Hz codec's conv layers.
+    const LAYERS: [(u32, u32, u32); 5] =
+        [(4, 1536, 224), (32, 768, 168), (160, 384, 84), (640, 192, 42), (1920, 96, 21)];
+
+    #[test]
+    fn without_a_split_the_one_level_starts_where_the_unsplit_policy_does() {
+        let unsplit = GemmPolicy { max_split: 1, ..POLICY };
+        for (rows_in, cols, chunks) in LAYERS {
+            let want: Vec<GemmLevel> = unsplit
+                .min_sessions(rows_in, cols, GemmTile::COOP_WIDE)
+                .map(|m| GemmLevel { min_sessions: m, split: 1 })
+                .into_iter()
+                .collect();
+            assert_eq!(unsplit.levels(rows_in, cols, chunks, GemmTile::COOP_WIDE, PARTIALS), want);
+        }
+    }
+
+    #[test]
+    fn splits_fill_short_grids_and_fall_to_one_as_sessions_grow() {
+        for (rows_in, cols, chunks) in LAYERS {
+            let levels = POLICY.levels(rows_in, cols, chunks, GemmTile::COOP_WIDE, PARTIALS);
+            let unsplit =
+                GemmPolicy { max_split: 1, ..POLICY }.min_sessions(rows_in, cols, GemmTile::COOP_WIDE);
+            assert!(levels.first().unwrap().min_sessions <= unsplit.unwrap(), "{levels:?}");
+            assert_eq!(levels.last().unwrap().split, 1, "{levels:?}");
+            assert!(levels
+                .windows(2)
+                .all(|w| w[0].split > w[1].split && w[0].min_sessions < w[1].min_sessions));
+            for l in &levels {
+                let rows = l.min_sessions * rows_in;
+                let tiles = rows.div_ceil(64) * cols.div_ceil(128);
+                assert!(tiles * l.split >= POLICY.min_tiles && l.split <= POLICY.max_split, "{l:?}");
+                assert!(chunks >= 2 * l.split, "each part keeps two chunks: {l:?}");
+            }
+        }
+        // decoder0 at 32 sessions: 2 × 12 tiles, split 8 ways (192 workgroups).
+        assert_eq!(POLICY.split_at(128, 1536, 224, GemmTile::COOP_WIDE, PARTIALS), Some(8));
+    }
+
+    #[test]
+    fn no_split_without_room_for_the_partial_sums() {
+        // 256 rows × 768 columns: 24 tiles, too few unsplit; each part's sums take 0.75 MiB.
+        assert_eq!(POLICY.split_at(256, 768, 168, GemmTile::COOP_WIDE, 1 << 20), None);
+        assert_eq!(POLICY.split_at(256, 768, 168, GemmTile::COOP_WIDE, 2 << 20), None, "two parts: 48");
+        assert_eq!(POLICY.split_at(256, 768, 168, GemmTile::COOP_WIDE, 3 << 20), Some(4));
+        // 1,024 rows: 96 tiles run unsplit where two parts would not fit.
+        assert_eq!(POLICY.split_at(1024, 768, 168, GemmTile::COOP_WIDE, 1 << 20), Some(1));
     }
 }

@@ -8,19 +8,19 @@ use lyre_engine::kernels::seq_view::SeqView;
 use super::*;
 
 /// Which conv1d kernel a case runs: the site's own choice (the direct kernel, or the GEMM one
-/// where the tuning's `conv_gemm_*` keys ask for it), or the GEMM kernel with a given tile
-/// whatever the row count.
+/// where the tuning's `conv_gemm_*` keys ask for it), or the GEMM kernel with a given tile and
+/// K split whatever the row count.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Kernel {
     Site,
-    Gemm(GemmTile),
+    Gemm(GemmTile, u32),
 }
 
 impl Kernel {
-    pub(super) fn build(self, conv: Conv1d, gpu: &Gpu) -> Dispatch {
+    pub(super) fn build(self, conv: Conv1d, gpu: &Gpu) -> Vec<Dispatch> {
         match self {
-            Kernel::Site => conv.build(&gpu.env()),
-            Kernel::Gemm(tile) => conv.build_gemm(&gpu.env(), tile),
+            Kernel::Site => conv.build(&gpu.env()).map(|d| vec![d]),
+            Kernel::Gemm(tile, split) => conv.build_gemm(&gpu.env(), tile, split),
         }
         .unwrap()
     }
@@ -29,7 +29,7 @@ impl Kernel {
     /// largest output.
     pub(super) fn tolerance(self, base: f32, want: &[f32]) -> f32 {
         match self {
-            Kernel::Gemm(tile) if tile.coop => 2e-3 * want.iter().fold(1.0f32, |m, v| m.max(v.abs())),
+            Kernel::Gemm(tile, _) if tile.coop => 2e-3 * want.iter().fold(1.0f32, |m, v| m.max(v.abs())),
             _ => base,
         }
     }
@@ -74,7 +74,7 @@ pub(super) fn dilated_conv_case(kernel: Kernel, cin: usize, cout: usize, rows: u
         },
         &gpu,
     );
-    gpu.run(SESSIONS.len(), &[d]);
+    gpu.run(SESSIONS.len(), &d);
     let mut want = Vec::new();
     for (&(_, frame), sig) in SESSIONS.iter().zip(&signals) {
         for t in 0..rows {
@@ -136,7 +136,7 @@ pub(super) fn transposed_conv_case(
         },
         &gpu,
     );
-    gpu.run(SESSIONS.len(), &[d]);
+    gpu.run(SESSIONS.len(), &d);
     // ConvTranspose1d over the whole signal (PyTorch's definition), trimmed on the right.
     let mut want = Vec::new();
     for (&(_, frame), sig) in SESSIONS.iter().zip(&signals) {
@@ -227,7 +227,7 @@ pub(super) fn linear_case(
         },
         &gpu,
     );
-    gpu.run(sessions_n, &[d]);
+    gpu.run(sessions_n, &d);
     let want: Vec<f32> = (0..n * cout)
         .map(|i| {
             let (r, o) = (i / cout, i % cout);

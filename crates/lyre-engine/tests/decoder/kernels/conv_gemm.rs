@@ -26,10 +26,10 @@ fn gemm_dilated_causal_conv_reads_every_tap_from_the_ring() {
     for (i, tile) in tiles().into_iter().enumerate() {
         let seed = 31 + 10 * i as u64;
         // 6 inputs: one partial chunk; 5 rows per session: a partial row tile.
-        dilated_conv_case(Kernel::Gemm(tile), 6, 5, 5, seed);
+        dilated_conv_case(Kernel::Gemm(tile, 1), 6, 5, 5, seed);
         // 70 inputs (18 groups: full chunks and a partial one), 70 outputs (a partial column
         // tile), 70 rows per session (tiles that straddle sessions).
-        dilated_conv_case(Kernel::Gemm(tile), 70, 70, 70, seed + 1);
+        dilated_conv_case(Kernel::Gemm(tile, 1), 70, 70, 70, seed + 1);
     }
 }
 
@@ -37,9 +37,9 @@ fn gemm_dilated_causal_conv_reads_every_tap_from_the_ring() {
 fn gemm_transposed_conv_writes_every_phase() {
     for (i, tile) in tiles().into_iter().enumerate() {
         let seed = 33 + 10 * i as u64;
-        transposed_conv_case(Kernel::Gemm(tile), 5, 3, 4, 3, seed);
+        transposed_conv_case(Kernel::Gemm(tile, 1), 5, 3, 4, 3, seed);
         // 80 virtual columns (4 phases × 20): the phases straddle column tiles of 64.
-        transposed_conv_case(Kernel::Gemm(tile), 37, 20, 4, 16, seed + 1);
+        transposed_conv_case(Kernel::Gemm(tile, 1), 37, 20, 4, 16, seed + 1);
     }
 }
 
@@ -48,11 +48,27 @@ fn gemm_linear_applies_every_epilogue_flag() {
     for (i, tile) in tiles().into_iter().enumerate() {
         let seed = 35 + 10 * i as u64;
         // 36 inputs (9 groups: a full chunk and one group). One row per session.
-        linear_case(Kernel::Gemm(tile), 36, 70, 70, 1, Activation::Gelu, false, seed);
+        linear_case(Kernel::Gemm(tile, 1), 36, 70, 70, 1, Activation::Gelu, false, seed);
         // 16 rows per session, 5 sessions: the last tile partly full.
-        linear_case(Kernel::Gemm(tile), 300, 70, 5, 16, Activation::Silu, true, seed + 1);
-        linear_case(Kernel::Gemm(tile), 12, 256, 3, 7, Activation::None, false, seed + 2);
-        linear_case(Kernel::Gemm(tile), 8, 256, 2, 65, Activation::Gelu, true, seed + 3);
+        linear_case(Kernel::Gemm(tile, 1), 300, 70, 5, 16, Activation::Silu, true, seed + 1);
+        linear_case(Kernel::Gemm(tile, 1), 12, 256, 3, 7, Activation::None, false, seed + 2);
+        linear_case(Kernel::Gemm(tile, 1), 8, 256, 2, 65, Activation::Gelu, true, seed + 3);
+    }
+}
+
+/// K split over two, three and eight workgroups per tile (the last leaves parts with no chunk
+/// at all): the reduction adds the parts and applies every epilogue (bias, activations, scale,
+/// accumulate, residual, the transposed conv's phases, ring views) as the unsplit GEMM does.
+#[test]
+fn gemm_with_a_split_k_adds_the_parts_and_applies_the_epilogue() {
+    for (i, tile) in tiles().into_iter().enumerate() {
+        for split in [2, 3, 8] {
+            let seed = 61 + 10 * i as u64 + split as u64;
+            dilated_conv_case(Kernel::Gemm(tile, split), 70, 70, 70, seed);
+            transposed_conv_case(Kernel::Gemm(tile, split), 37, 20, 4, 16, seed + 1);
+            linear_case(Kernel::Gemm(tile, split), 300, 70, 5, 16, Activation::Silu, true, seed + 2);
+            linear_case(Kernel::Gemm(tile, split), 8, 256, 2, 65, Activation::Gelu, false, seed + 3);
+        }
     }
 }
 
@@ -89,14 +105,14 @@ fn cooperative_tiles_read_the_f16_copy_of_the_weights_and_refuse_weights_without
         scale: None,
         residual: Residual::None,
     };
-    let err = match site.build_gemm(&gpu.env(), GemmTile::COOP_WIDE) {
+    let err = match site.build_gemm(&gpu.env(), GemmTile::COOP_WIDE, 1) {
         Ok(_) => panic!("a cooperative tile ran over weights without an f16 copy"),
         Err(e) => e.to_string(),
     };
     let why = if coop { "no f16 copy" } else { "no cooperative matrices" };
     assert!(err.contains("`f32 only`") && err.contains(why), "{err}");
     // The register tile reads the f32 weights whatever the adapter.
-    assert!(site.build_gemm(&gpu.env(), GemmTile::ROWS_64).is_ok());
+    assert!(site.build_gemm(&gpu.env(), GemmTile::ROWS_64, 1).is_ok());
     assert_eq!(f16::from_f32(1e6), f16::INFINITY, "unclamped, 1e6 would be infinite");
     assert_eq!(packed_to_f16(&[1e6])[0], f16::MAX);
 }
