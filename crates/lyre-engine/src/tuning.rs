@@ -162,7 +162,7 @@ impl Default for EngineTuning {
             attention_chunks: 0,
             attention_chunk_keys: 64,
             sampler: SamplerChoice::Auto,
-            conv_gemm_min_rows: 128,
+            conv_gemm_min_rows: 32,
             conv_gemm_min_cols: 32,
             conv_gemm_min_tiles: 60,
             conv_gemm_max_split: 8,

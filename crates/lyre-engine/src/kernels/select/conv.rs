@@ -8,16 +8,16 @@ use crate::kernels::gemm_tile::GemmTile;
 pub const CONV_WORKGROUP: u32 = 64;
 
 /// When a layer takes the GEMM: at least `min_rows` live rows (sessions × input rows per
-/// session), `min_cols` virtual columns, and `min_tiles` tiles in the GEMM's grid. The defaults
-/// come from per-layer profiles of both kernels on an H200 at batch 8, 32 and 128: the GEMM wins
-/// once a layer's tick fills at least one 128-row tile and its grid has ~60 tiles (half the
-/// SMs); below that the direct kernel, whose many small workgroups suit small ticks, is faster
-/// (the decoder's transformer linears never reach it). Layers narrower than 32 columns keep the
-/// direct kernel (the output conv has 1 column, which would leave 63 of every 64 tile columns
-/// idle).
-///
-/// Where a tick's tile grid is short of [`SPLIT_TARGET_GROUPS`] workgroups, K is split over up
-/// to `max_split` workgroups per tile, and `min_tiles` then counts the split grid's workgroups.
+/// session), `min_cols` virtual columns, and `min_tiles` workgroups in the GEMM's grid. Per-layer
+/// profiles of both kernels on an H200 at batch 8, 32 and 128 set the first bounds: without a
+/// split K the GEMM wins once a layer's tick fills a 128-row tile and its grid has ~60 tiles
+/// (half the SMs); below that the direct kernel, whose many small workgroups suit small ticks,
+/// is faster. Where a tick's tile grid is short of [`SPLIT_TARGET_GROUPS`] workgroups, K is now
+/// split over up to `max_split` workgroups per tile and `min_tiles` counts the split grid's
+/// workgroups; with that, the GEMM from 32 rows measured faster than from 128 on an H100 (batch
+/// 8 and 16: 2–4 % per tick; performance-history.md). The decoder's transformer linears never
+/// reach it, and layers narrower than 32 columns keep the direct kernel (the output conv has 1
+/// column, which would leave 63 of every 64 tile columns idle).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GemmPolicy {
     pub min_rows: u32,

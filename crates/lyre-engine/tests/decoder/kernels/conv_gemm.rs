@@ -137,12 +137,16 @@ const MEASURED: [(&str, u32, u32, u32, bool); 14] = [
     ("final_conv", 1920, 1, 128, false),
 ];
 
-/// The default tuning's policy (the adapter plays no part in it).
+/// The policy without a split K, from 128 rows (the bounds those profiles measured; the adapter
+/// plays no part in it).
 #[test]
 fn gemm_policy_takes_the_measured_crossovers() {
     let gpu =
         Adapter { cpu: false, subgroup_size: Some(32), coop_f16: true, max_invocations_per_workgroup: 1024 };
-    let policy = KernelChoice::for_adapter(gpu, &EngineTuning::default()).conv_gemm_policy();
+    let mut tuning = EngineTuning::default();
+    tuning.set("conv_gemm_max_split", "1").unwrap();
+    tuning.set("conv_gemm_min_rows", "128").unwrap();
+    let policy = KernelChoice::for_adapter(gpu, &tuning).conv_gemm_policy();
     for (layer, rows_in, cols, sessions, gemm) in MEASURED {
         let from = policy.min_sessions(rows_in, cols, GemmTile::ROWS_128);
         assert_eq!(
