@@ -129,6 +129,7 @@ async fn serve(cfg: ServerConfig, metrics: Option<PrometheusHandle>, json_logs: 
             debug_fail_tick: debug_fail_tick()?,
             launch_slack: std::time::Duration::from_millis(cfg.engine.launch_slack_ms),
             fast_first_audio: cfg.engine.fast_first_audio,
+            first_audio_margin: std::time::Duration::from_millis(cfg.engine.first_audio_margin_ms),
         },
     );
     let encoders = Arc::new(Encoders::new(model.clone()));

@@ -84,6 +84,9 @@ pub struct EngineSection {
     /// A new session's prompt gets a short tick of its own, before the other sessions' next
     /// frame, when every playing stream has audio to spare for it.
     pub fast_first_audio: bool,
+    /// Audio every playing stream must have in hand beyond a prompt tick and a full tick before
+    /// a prompt tick runs: room for the time a frame takes to reach its client.
+    pub first_audio_margin_ms: u64,
     /// `[engine.tuning]`: which kernels run (defaults measured best; see docs/kernels.md).
     pub tuning: lyre_engine::EngineTuning,
 }
@@ -99,6 +102,7 @@ impl Default for EngineSection {
             segment_tokens: 0,
             launch_slack_ms: 2,
             fast_first_audio: true,
+            first_audio_margin_ms: 15,
             tuning: lyre_engine::EngineTuning::default(),
         }
     }
@@ -319,6 +323,12 @@ impl ServerConfig {
         if e.launch_slack_ms > 100 {
             bail!("engine.launch_slack_ms: must be at most 100, got {}", e.launch_slack_ms);
         }
+        if e.first_audio_margin_ms > 80 {
+            bail!(
+                "engine.first_audio_margin_ms: must be at most 80 (a frame's audio), got {}",
+                e.first_audio_margin_ms
+            );
+        }
         if e.max_rows_per_tick < 16 {
             bail!("engine.max_rows_per_tick: must be at least 16, got {}", e.max_rows_per_tick);
         }
@@ -470,6 +480,10 @@ mod tests {
         assert!(format!("{e:#}").contains("engine.kv_cache") && format!("{e:#}").contains("f16"), "{e:#}");
         let cfg = ServerConfig::load(None, env(&[("LYRE_ENGINE_KV_CACHE", "f16")])).unwrap();
         assert_eq!(cfg.engine.kv_format().unwrap(), lyre_engine::KvFormat::F16);
+        let e = ServerConfig::load(None, env(&[("LYRE_ENGINE_FIRST_AUDIO_MARGIN_MS", "81")])).unwrap_err();
+        assert!(format!("{e:#}").contains("engine.first_audio_margin_ms"), "{e:#}");
+        let cfg = ServerConfig::load(None, env(&[("LYRE_ENGINE_FIRST_AUDIO_MARGIN_MS", "40")])).unwrap();
+        assert_eq!(cfg.engine.first_audio_margin_ms, 40);
         let dir = std::env::temp_dir().join(format!("lyre-cfg-{}.toml", std::process::id()));
         std::fs::write(&dir, "[engine]\nmax_sesions = 3\n").unwrap();
         let e = ServerConfig::load(Some(&dir), vec![]).unwrap_err();

@@ -59,6 +59,7 @@ fn app() -> axum::Router {
             debug_fail_tick: None,
             launch_slack: std::time::Duration::from_millis(2),
             fast_first_audio: true,
+            first_audio_margin: std::time::Duration::from_millis(15),
         };
         let no_gpu = || -> anyhow::Result<lyre_engine::Engine> { anyhow::bail!("no GPU in this test") };
         let (scheduler, _) = spawn_worker(no_gpu, shared, opts);

@@ -21,8 +21,9 @@ use lyre_engine::TickScope;
 
 /// The audio in one frame (1,920 samples at 24 kHz).
 const FRAME_AUDIO: Duration = Duration::from_millis(80);
-/// Room kept beyond the two ticks' time, for the time a frame takes to reach its client.
-const MARGIN: Duration = Duration::from_millis(15);
+/// Room kept beyond the two ticks' time, for the time a frame takes to reach its client
+/// (`engine.first_audio_margin_ms`).
+pub const DEFAULT_MARGIN: Duration = Duration::from_millis(15);
 /// A stream whose audio ran out longer ago than this is not playing (it waits for text) and
 /// holds back nothing.
 const IDLE: Duration = Duration::from_millis(500);
@@ -34,6 +35,8 @@ pub struct FirstAudio {
     enabled: bool,
     /// A frame's audio: [`FRAME_AUDIO`] but in tests on a slow adapter.
     frame_audio: Duration,
+    /// Room kept beyond the two ticks' time.
+    margin: Duration,
     full: RecentTicks,
     prompt: RecentTicks,
     /// The scope of the tick on the GPU, which the next step reads.
@@ -61,10 +64,16 @@ impl FirstAudio {
         FirstAudio {
             enabled,
             frame_audio: FRAME_AUDIO,
+            margin: DEFAULT_MARGIN,
             full: RecentTicks::default(),
             prompt: RecentTicks::default(),
             in_flight: None,
         }
+    }
+
+    /// With `margin` kept beyond the two ticks' time instead of [`DEFAULT_MARGIN`].
+    pub fn with_margin(self, margin: Duration) -> Self {
+        FirstAudio { margin, ..self }
     }
 
     /// As if each frame held `frame_audio` of audio (tests on an adapter slower than real time).
@@ -109,7 +118,7 @@ impl FirstAudio {
     /// has been timed), and the margin.
     pub fn lead_needed(&self) -> Duration {
         let full = self.full.slowest().unwrap_or_default();
-        full + self.prompt.slowest().unwrap_or(full) + MARGIN
+        full + self.prompt.slowest().unwrap_or(full) + self.margin
     }
 
     /// The next tick's scope. `prompts_waiting`: sessions whose next tick feeds a prompt;
@@ -150,6 +159,18 @@ mod tests {
             f.tick_took(MS * t as u32, TickScope::All);
         }
         f
+    }
+
+    #[test]
+    fn the_margin_adds_to_the_lead_a_prompt_tick_needs() {
+        let f = with_ticks(&[20, 25, 22]).with_margin(40 * MS);
+        assert_eq!(f.lead_needed(), 90 * MS, "two 25-ms ticks and the margin");
+        // More than a frame's audio: no stream could have it in hand after its first frame.
+        let now = Instant::now();
+        assert_eq!(f.scope(now, 1, true, [Some(now + 500 * MS)]), TickScope::All);
+        let f = with_ticks(&[20, 25, 22]).with_margin(20 * MS);
+        assert_eq!(f.scope(now, 1, true, [Some(now + 71 * MS)]), TickScope::Prompts);
+        assert_eq!(f.scope(now, 1, true, [Some(now + 69 * MS)]), TickScope::All);
     }
 
     #[test]

@@ -37,6 +37,8 @@ pub struct WorkerOptions {
     /// Prompts waiting get a short tick of their own when the playing streams can spare it
     /// (`engine.fast_first_audio`). See `first_audio`.
     pub fast_first_audio: bool,
+    /// Audio kept in hand beyond a prompt tick and a full tick (`engine.first_audio_margin_ms`).
+    pub first_audio_margin: Duration,
 }
 
 /// Starts the worker thread. `make_engine` runs on that thread (the GPU device lives there);
@@ -59,7 +61,8 @@ where
                 let mut worker = Worker::new(engine, rx, shared.clone());
                 worker.debug_fail_tick = opts.debug_fail_tick;
                 worker.pacer = LaunchPacer::new(opts.launch_slack);
-                worker.first_audio = FirstAudio::new(opts.fast_first_audio);
+                worker.first_audio =
+                    FirstAudio::new(opts.fast_first_audio).with_margin(opts.first_audio_margin);
                 worker.run(opts.warm_up)
             });
             if let Err(e) = result {

@@ -90,6 +90,7 @@ fn worker(model_dir: &Path, cfg: &ServerConfig) -> Worker {
         debug_fail_tick: None,
         launch_slack: std::time::Duration::from_millis(2),
         fast_first_audio: true,
+        first_audio_margin: std::time::Duration::from_millis(15),
     };
     let (scheduler, _thread) = spawn_worker(make, shared.clone(), opts);
     let start = Instant::now();
