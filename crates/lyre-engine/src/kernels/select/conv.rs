@@ -70,6 +70,9 @@ impl GemmPolicy {
         for sessions in 1..=MAX_SESSIONS {
             let Some(split) = self.split_at(sessions * rows_in.max(1), cols, chunks, tile, partial_bytes)
             else {
+                // A level must hold for every session count up to the next: where a smaller
+                // scratch leaves a gap, the GEMM starts after it.
+                levels.clear();
                 continue;
             };
             if levels.last().is_none_or(|l| l.split != split) {
@@ -233,6 +236,23 @@ mod tests {
         }
         // decoder0 at 32 sessions: 2 × 12 tiles, split 8 ways (192 workgroups).
         assert_eq!(POLICY.split_at(128, 1536, 224, GemmTile::COOP_WIDE, PARTIALS), Some(8));
+    }
+
+    #[test]
+    fn every_session_count_runs_the_split_its_level_says() {
+        for partial_bytes in [PARTIALS, 2 << 20, 256 << 10] {
+            for (rows_in, cols, chunks) in LAYERS {
+                let levels = POLICY.levels(rows_in, cols, chunks, GemmTile::COOP_WIDE, partial_bytes);
+                for sessions in 1..=300 {
+                    let Some(level) = levels.iter().rev().find(|l| sessions >= l.min_sessions) else {
+                        continue;
+                    };
+                    let at =
+                        POLICY.split_at(sessions * rows_in, cols, chunks, GemmTile::COOP_WIDE, partial_bytes);
+                    assert_eq!(at, Some(level.split), "{rows_in} × {cols}, {sessions} sessions: {levels:?}");
+                }
+            }
+        }
     }
 
     #[test]
