@@ -46,4 +46,6 @@ pub(crate) struct PendingStart {
     pub received: Instant,
     /// Text that arrived while the session waited for a slot.
     pub text_ops: Vec<TextOp>,
+    /// How fast the client plays the audio (the request's `speed`; 1: as made).
+    pub playback_speed: f32,
 }

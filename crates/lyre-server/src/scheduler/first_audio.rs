@@ -10,9 +10,9 @@
 //! whose first frame is on the GPU now) could run dry waiting. Full ticks and prompt ticks are
 //! timed apart: the lead a prompt tick needs is the slowest recent one of each.
 //!
-//! A stream's lead is counted at the server: each frame is 80 ms of audio, played from when it
-//! was sent or from the end of the frame before, whichever is later. A client that buffers
-//! before playing has more; one that plays faster than real time (a `speed` above 1) less.
+//! A stream's lead is counted at the server: each frame is 80 ms of audio over the request's
+//! `speed` (the output stage time-stretches it), played from when it was sent or from the end of
+//! the frame before, whichever is later. A client that buffers before playing has more.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -82,9 +82,10 @@ impl FirstAudio {
         FirstAudio { frame_audio, ..FirstAudio::new(enabled) }
     }
 
-    /// When a stream's audio runs out after a frame sent at `now`, if it ran out at `end` before.
-    pub fn audio_end_after_frame(&self, end: Option<Instant>, now: Instant) -> Instant {
-        end.map_or(now, |e| e.max(now)) + self.frame_audio
+    /// When a stream's audio runs out after a frame sent at `now`, if it ran out at `end` before,
+    /// for a client that plays `speed` times as fast as the audio was made.
+    pub fn audio_end_after_frame(&self, end: Option<Instant>, now: Instant, speed: f32) -> Instant {
+        end.map_or(now, |e| e.max(now)) + self.frame_audio.div_f64(f64::from(speed.max(0.01)))
     }
 
     /// A step took `took` to read its tick, having launched one of `launched`'s scope
@@ -256,8 +257,11 @@ mod tests {
     fn audio_runs_on_from_the_later_of_the_send_and_the_last_end() {
         let now = Instant::now();
         let f = FirstAudio::new(true);
-        assert_eq!(f.audio_end_after_frame(None, now), now + FRAME_AUDIO);
-        assert_eq!(f.audio_end_after_frame(Some(now + 200 * MS), now), now + 280 * MS);
-        assert_eq!(f.audio_end_after_frame(Some(now - 200 * MS), now), now + FRAME_AUDIO);
+        assert_eq!(f.audio_end_after_frame(None, now, 1.0), now + FRAME_AUDIO);
+        assert_eq!(f.audio_end_after_frame(Some(now + 200 * MS), now, 1.0), now + 280 * MS);
+        assert_eq!(f.audio_end_after_frame(Some(now - 200 * MS), now, 1.0), now + FRAME_AUDIO);
+        // Played twice as fast, a frame lasts 40 ms; at half speed, 160.
+        assert_eq!(f.audio_end_after_frame(Some(now + 200 * MS), now, 2.0), now + 240 * MS);
+        assert_eq!(f.audio_end_after_frame(None, now, 0.5), now + 160 * MS);
     }
 }

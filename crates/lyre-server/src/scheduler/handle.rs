@@ -60,6 +60,18 @@ impl Scheduler {
     /// Admits a session or refuses it at once: 503 while draining or not ready, 429 when the
     /// live sessions and the wait queue are full.
     pub fn submit(&self, request: SessionRequest, span: tracing::Span) -> Result<SessionHandle, Failure> {
+        self.submit_played_at(request, span, 1.0)
+    }
+
+    /// [`Scheduler::submit`] for audio the client plays `playback_speed` times as fast as made
+    /// (the request's `speed`): its frames last that much less in the worker's reckoning of the
+    /// audio each stream has in hand.
+    pub fn submit_played_at(
+        &self,
+        request: SessionRequest,
+        span: tracing::Span,
+        playback_speed: f32,
+    ) -> Result<SessionHandle, Failure> {
         if let Some(f) = self.refusal() {
             return Err(f);
         }
@@ -81,6 +93,7 @@ impl Scheduler {
             span,
             received: Instant::now(),
             text_ops: Vec::new(),
+            playback_speed,
         };
         match self.commands.try_send(Command::Start(Box::new(start))) {
             Ok(()) => Ok(SessionHandle {

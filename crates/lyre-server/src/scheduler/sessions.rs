@@ -22,8 +22,10 @@ pub(super) struct Live {
     pub received: Instant,
     pub first_frame_ms: Option<f64>,
     pub frames: u32,
-    /// When the audio sent so far runs out, played in real time (see `first_audio`).
+    /// When the audio sent so far runs out, played at `playback_speed` (see `first_audio`).
     pub audio_end: Option<Instant>,
+    /// How fast the client plays the audio (the request's `speed`).
+    pub playback_speed: f32,
     /// Flushes not yet reported, in order: true for one whose text the engine is speaking,
     /// false for one that had nothing new (reported right after the one before it).
     pub flushes: std::collections::VecDeque<bool>,

@@ -257,7 +257,7 @@ impl<E: SessionEngine> Worker<E> {
     fn admit(&mut self) {
         while self.sessions.live_len() < self.shared.max_live {
             let Some(p) = self.sessions.next_queued() else { break };
-            let PendingStart { sid, request, sink, too_slow, span, received, text_ops } = *p;
+            let PendingStart { sid, request, sink, too_slow, span, received, text_ops, playback_speed } = *p;
             let id = match self.engine.start(request) {
                 Ok(id) => id,
                 Err(e) => {
@@ -279,6 +279,7 @@ impl<E: SessionEngine> Worker<E> {
                 first_frame_ms: None,
                 frames: 0,
                 audio_end: None,
+                playback_speed,
                 flushes: Default::default(),
                 frames_at_flush: 0,
             };
@@ -346,7 +347,11 @@ impl<E: SessionEngine> Worker<E> {
                 metrics::histogram!("lyre_ttfa_seconds").record(elapsed_ms / 1e3);
             }
             live.frames += 1;
-            live.audio_end = Some(self.first_audio.audio_end_after_frame(live.audio_end, Instant::now()));
+            live.audio_end = Some(self.first_audio.audio_end_after_frame(
+                live.audio_end,
+                Instant::now(),
+                live.playback_speed,
+            ));
             crate::telemetry::metrics::count_frame();
             let ev = SessionEvent::Frame(FrameEvent {
                 index: frame.index,

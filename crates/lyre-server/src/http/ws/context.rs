@@ -81,7 +81,7 @@ impl Context {
         let encoder = output.stream().map_err(audio_failure)?;
         let slot = state.keys.acquire(caller.key)?;
         let span = tracing::info_span!("stream", context = %id, format = %output.format);
-        let session = state.scheduler.submit(request, span)?;
+        let session = state.scheduler.submit_played_at(request, span, output.speed.unwrap_or(1.0))?;
         tracing::info!(sid = session.sid, context = %id, format = %output.format, "WebSocket session started");
         let mut context = Context {
             id,

@@ -53,6 +53,25 @@ fn the_first_session_and_slow_ticks_get_no_prompt_tick() {
     assert_eq!(h.engine().steps.last(), Some(&(TickScope::All, labels(&["a", "b"]))));
 }
 
+/// A stream played four times as fast holds a quarter of the audio per frame: two frames (40
+/// ms) are less than a prompt tick and a full one of 30 ms each, where at speed 1 (160 ms) they
+/// are more.
+#[test]
+fn a_stream_played_faster_has_less_audio_in_hand() {
+    for (speed, want) in [(1.0, TickScope::Prompts), (4.0, TickScope::All)] {
+        let mut h = pipelined(true);
+        let mut a =
+            h.scheduler.submit_played_at(whole("a", 50), tracing::Span::none(), speed).expect("admitted");
+        h.turn();
+        h.turn();
+        assert_eq!(seen(&mut a), [Seen::Started, Seen::Frame(0), Seen::Frame(1)]);
+        h.worker.first_audio.tick_took(Duration::from_millis(30), TickScope::All);
+        let _b = h.submit(whole("b", 50));
+        h.turn();
+        assert_eq!(h.engine().steps.last().map(|s| s.0), Some(want), "speed {speed}");
+    }
+}
+
 #[test]
 fn with_fast_first_audio_off_every_tick_takes_everyone() {
     let mut h = pipelined(false);
