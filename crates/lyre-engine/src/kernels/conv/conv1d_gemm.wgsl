@@ -107,16 +107,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
             if (o.y == 0u) {
                 continue;
             }
-            let base = (wid.z * total + o.x) * p.cols;
-            for (var jb = 0u; jb < TN / 4u; jb++) {
-                let a = acc_at(tx, ty, q, jb);
-                let c0 = col0 + block_col(tx, jb);
-                for (var e = 0u; e < 4u; e++) {
-                    if (c0 + e < p.cols) {
-                        part[base + c0 + e] = a[e];
-                    }
-                }
-            }
+            store_partial_row(tx, ty, q, col0, (wid.z * total + o.x) * p.cols, p.cols);
         }
         return;
     }

@@ -112,16 +112,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             if (row >= rows) {
                 continue;
             }
-            let base = (wid.z * rows + row) * p.n;
-            for (var j = 0u; j < TN / 4u; j++) {
-                let v = acc_at(tx, ty, q, j);
-                let c0 = n0 + block_col(tx, j);
-                for (var e = 0u; e < 4u; e++) {
-                    if (c0 + e < p.n) {
-                        part[base + c0 + e] = v[e];
-                    }
-                }
-            }
+            store_partial_row(tx, ty, q, n0, (wid.z * rows + row) * p.n, p.n);
         }
         return;
     }
