@@ -91,9 +91,11 @@ pub(crate) fn sequence_dispatch<P: Pod>(
     Dispatch { alternatives: Vec::new(), label: label.to_string(), pipeline, bind_group, grid }
 }
 
-/// Rejects grid dimensions beyond what every adapter allows.
+/// Workgroups every adapter allows in one grid dimension.
+pub(crate) const MAX_GROUPS: u32 = 65535;
+
+/// Rejects grid dimensions beyond what every adapter allows ([`MAX_GROUPS`]).
 pub(crate) fn check_groups(label: &str, groups: u32) -> Result<u32> {
-    const MAX_GROUPS: u32 = 65535;
     if groups > MAX_GROUPS {
         return Err(EngineError::Capacity(format!(
             "`{label}` needs {groups} workgroups in one grid dimension (at most {MAX_GROUPS}); \

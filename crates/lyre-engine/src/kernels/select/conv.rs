@@ -3,6 +3,7 @@
 
 use super::KernelChoice;
 use crate::kernels::gemm_tile::GemmTile;
+use crate::kernels::seq_view::MAX_GROUPS;
 
 /// Lanes per K slice of the direct conv kernel (its `WG`).
 pub const CONV_WORKGROUP: u32 = 64;
@@ -87,7 +88,8 @@ impl GemmPolicy {
 
     /// The K split of the GEMM over `rows` rows of `cols` columns, `None` where the direct
     /// kernel runs: doubled while the grid is short of [`SPLIT_TARGET_GROUPS`], each part keeps
-    /// two chunks, the partial sums fit and the reduction's grid fits one dimension.
+    /// two chunks, the partial sums fit and the reduction's grid (a workgroup per row) fits one
+    /// dimension.
     pub fn split_at(
         &self,
         rows: u32,
@@ -105,7 +107,7 @@ impl GemmPolicy {
             && tiles * split < SPLIT_TARGET_GROUPS
             && chunks >= 4 * split
             && (2 * split) as u64 * rows as u64 * cols as u64 * 4 <= partial_bytes
-            && rows <= 65535
+            && rows <= MAX_GROUPS
         {
             split *= 2;
         }
