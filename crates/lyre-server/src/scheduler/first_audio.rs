@@ -23,7 +23,7 @@ use lyre_engine::TickScope;
 const FRAME_AUDIO: Duration = Duration::from_millis(80);
 /// Room kept beyond the two ticks' time, for the time a frame takes to reach its client
 /// (`engine.first_audio_margin_ms`).
-pub const DEFAULT_MARGIN: Duration = Duration::from_millis(15);
+const DEFAULT_MARGIN: Duration = Duration::from_millis(15);
 /// A stream whose audio ran out longer ago than this is not playing (it waits for text) and
 /// holds back nothing.
 const IDLE: Duration = Duration::from_millis(500);
