@@ -81,6 +81,10 @@ struct Run {
     ms_per_frame: f64,
     frames_per_s: f64,
     ttfa_ms: f64,
+    /// Of `ttfa_ms`: starting the sessions (validation, tokenizing, prompts) on the CPU, and
+    /// the wait for the first tick's results after its submission.
+    start_ms: f64,
+    first_wait_ms: f64,
     prefill_ms: f64,
     talker_ms: Option<f64>,
     code_predictor_ms: Option<f64>,
@@ -90,6 +94,9 @@ struct Run {
     /// With --profile-dispatches: (kind, GPU ms per tick, dispatches per tick), costliest first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     dispatch_kinds: Vec<(String, f64, u32)>,
+    /// With --profile-dispatches: the same for the first tick, which takes the prompts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    prefill_kinds: Vec<(String, f64, u32)>,
 }
 
 #[derive(Debug, Serialize)]
@@ -158,6 +165,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             r.sampling_ms = p.sampling_ms;
             r.codec_ms = p.codec_ms;
             r.dispatch_kinds = p.dispatch_kinds;
+            r.prefill_kinds = p.prefill_kinds;
         }
         let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
         println!(
@@ -173,7 +181,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             r.frames_per_s,
             r.x_real_time_per_stream
         );
+        println!(
+            "        ttfa: {:.2} ms starting the sessions, {:.2} ms waiting for the first tick",
+            r.start_ms, r.first_wait_ms
+        );
         for (kind, ms, n) in r.dispatch_kinds.iter().take(12) {
+            println!("        {ms:>8.3} ms {n:>5}×  {kind}");
+        }
+        if !r.prefill_kinds.is_empty() {
+            println!("        the first tick (prompts):");
+        }
+        for (kind, ms, n) in r.prefill_kinds.iter().take(16) {
             println!("        {ms:>8.3} ms {n:>5}×  {kind}");
         }
         runs.push(r);
@@ -250,13 +268,18 @@ fn run_one(
     for i in 0..batch {
         engine.start(request(model, text, context + frames, i as u64))?;
     }
+    let start_ms = started.elapsed().as_secs_f64() * 1e3;
     let outs = engine.step()?;
     let ttfa_ms = started.elapsed().as_secs_f64() * 1e3;
+    let first_wait_ms = engine.last_gpu_wait().as_secs_f64() * 1e3;
     anyhow::ensure!(
         outs.iter().filter(|o| o.frame.is_some()).count() == batch,
         "the first tick did not serve every session"
     );
-    let prefill_ms = engine.last_tick_profile().map_or(ttfa_ms, |p| p.total_ms());
+    let first_tick = engine.last_tick_profile();
+    let prefill_ms = first_tick.as_ref().map_or(ttfa_ms, |p| p.total_ms());
+    let mut prefill_kinds = first_tick.map(|p| p.by_kind).unwrap_or_default();
+    prefill_kinds.sort_by(|a, b| b.1.total_cmp(&a.1));
     engine.set_profiling(false);
     for _ in 0..context {
         engine.step()?;
@@ -298,6 +321,8 @@ fn run_one(
         ms_per_frame,
         frames_per_s: batch as f64 * 1e3 / ms_per_frame,
         ttfa_ms,
+        start_ms,
+        first_wait_ms,
         prefill_ms,
         talker_ms: avg(parts.talker_ms),
         code_predictor_ms: avg(parts.code_predictor_ms),
@@ -305,5 +330,6 @@ fn run_one(
         codec_ms: avg(parts.codec_ms),
         x_real_time_per_stream: 80.0 / ms_per_frame,
         dispatch_kinds: kinds,
+        prefill_kinds,
     })
 }
