@@ -1,7 +1,7 @@
 //! `lyre bench`: the engine alone (no HTTP), at several batch sizes. Each configuration starts
 //! `batch` sessions with the same prompt length at once, EOS disabled so every run has the same
-//! length, and times the first tick (prefill + first frame: time to first audio) and the
-//! following ticks (ms per frame, split by part where the GPU has timestamp queries).
+//! length, and times the first tick (prefill + first frame: time to first audio, the median of
+//! several starts) and the following ticks (ms per frame, split by part where the GPU has timestamp queries).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -36,6 +36,10 @@ pub struct BenchArgs {
     /// Approximate text tokens in each prompt.
     #[arg(long, default_value_t = 40)]
     pub prompt_tokens: usize,
+    /// Times to first audio measured per batch size (up to 64 sessions; one above): the report
+    /// gives their median (a single first tick scatters by milliseconds).
+    #[arg(long, default_value_t = 5)]
+    pub ttfa_runs: usize,
     /// Also write the results as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -80,8 +84,10 @@ struct Run {
     frames: u32,
     ms_per_frame: f64,
     frames_per_s: f64,
+    /// The median of `ttfa_runs_ms`.
     ttfa_ms: f64,
-    /// Of `ttfa_ms`: starting the sessions (validation, tokenizing, prompts) on the CPU, and
+    ttfa_runs_ms: Vec<f64>,
+    /// Of `ttfa_ms` (medians too): starting the sessions (validation, tokenizing, prompts) on the CPU, and
     /// the wait for the first tick's results after its submission.
     start_ms: f64,
     first_wait_ms: f64,
@@ -157,6 +163,16 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         // for the split into parts.
         let b = batch.max(1);
         let mut r = run_one(&mut engine, &model, &text, b, args.context, args.frames.max(1), false)?;
+        let repeats = if b <= 64 { args.ttfa_runs.max(1) } else { 1 };
+        let mut firsts = vec![(r.ttfa_ms, r.start_ms, r.first_wait_ms)];
+        for _ in 1..repeats {
+            let again = run_one(&mut engine, &model, &text, b, 0, 1, false)?;
+            firsts.push((again.ttfa_ms, again.start_ms, again.first_wait_ms));
+        }
+        r.ttfa_runs_ms = firsts.iter().map(|f| f.0).collect();
+        r.ttfa_ms = median(firsts.iter().map(|f| f.0));
+        r.start_ms = median(firsts.iter().map(|f| f.1));
+        r.first_wait_ms = median(firsts.iter().map(|f| f.2));
         if engine.set_profiling(true) {
             let p = run_one(&mut engine, &model, &text, b, args.context, args.frames.clamp(1, 10), true)?;
             r.prefill_ms = p.prefill_ms;
@@ -211,6 +227,16 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
+}
+
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 /// Text of about `tokens` tokens.
@@ -321,6 +347,7 @@ fn run_one(
         ms_per_frame,
         frames_per_s: batch as f64 * 1e3 / ms_per_frame,
         ttfa_ms,
+        ttfa_runs_ms: vec![ttfa_ms],
         start_ms,
         first_wait_ms,
         prefill_ms,
