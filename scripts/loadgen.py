@@ -138,6 +138,8 @@ def main():
     ap.add_argument("--rates", help="open-loop mode: comma-separated arrival rates (requests/s)")
     ap.add_argument("--duration", type=float, default=30, help="open-loop: seconds of arrivals per rate")
     ap.add_argument("--transport", choices=["ws", "http", "mixed"], default="ws", help="open-loop transport")
+    ap.add_argument("--text-mode", choices=["whole", "streaming"],
+                    help="open-loop: how the text enters the prompt (default: the server's for each transport)")
     ap.add_argument("--voice", default="ryan", help="open-loop: the voice every request uses")
     ap.add_argument("--key", help="open-loop: API key")
     ap.add_argument("--seed", type=int, default=0, help="open-loop: arrivals and texts")
@@ -158,7 +160,7 @@ def open_loop(args):
 
     rates = [float(r) for r in args.rates.split(",")]
     rows = asyncio.run(openloop.sweep(args.url, rates, args.duration, args.transport, args.voice, args.seed,
-                                      args.key))
+                                      args.key, text_mode=args.text_mode))
     best = openloop.best_rate(rows, args.ttfa_bound_ms)
     print(openloop.table(rows))
     print(f"highest rate with p95 TTFA <= {args.ttfa_bound_ms:g} ms and no underrun: {best}")

@@ -3,7 +3,10 @@
 not earlier ones have finished (as users do), over the WebSocket (`/v1/tts/stream`, pcm16) or
 streaming `POST /v1/audio/speech` (pcm). Texts are drawn from a fixed corpus of English sentences
 (`scripts/corpus/english.txt`); each request asks for `ignore_eos` and a natural number of frames
-for its text (0.4 s of speech per word; random weights never stop by themselves).
+for its text (0.4 s of speech per word; random weights never stop by themselves). `text_mode`
+picks how the text enters the prompt (the server's default per transport when left out: the
+WebSocket feeds it one token per frame, `streaming`; HTTP puts all of it in the prompt,
+`whole`, which makes the first tick longer).
 
 Per request it measures, at the client:
 * time to first audio (TTFA): from sending the request to the first audio byte;
@@ -88,11 +91,13 @@ class Playback:
         return res
 
 
-async def ws_request(url, text, frames, seed, voice, key=None, timeout=600):
+async def ws_request(url, text, frames, seed, voice, key=None, timeout=600, text_mode=None):
     ws_url = url.replace("http://", "ws://").replace("https://", "wss://").rstrip("/") + "/v1/tts/stream"
     protocols = ["lyre"] + ([f"lyre.token.{key}"] if key else [])
     start = {"type": "start", "voice": voice, "text": text, "max_frames": frames, "ignore_eos": True,
              "seed": seed, "format": "pcm16"}
+    if text_mode:
+        start["text_mode"] = text_mode
     problems = []
     async with asyncio.timeout(timeout):
         async with websockets.connect(ws_url, subprotocols=protocols, max_size=None) as ws:
@@ -109,7 +114,8 @@ async def ws_request(url, text, frames, seed, voice, key=None, timeout=600):
                     done = m
                     break
                 if m["type"] == "error":
-                    problems.append(f"error {m.get('code')}: {m.get('message')}")
+                    field = f" ({m['field']})" if m.get("field") else ""
+                    problems.append(f"error {m.get('code')}{field}: {m.get('message')}")
                     break
     if done is None and not problems:
         problems.append("no done")
@@ -119,9 +125,11 @@ async def ws_request(url, text, frames, seed, voice, key=None, timeout=600):
     return play.result(frames, problems)
 
 
-async def http_request(client, url, text, frames, seed, voice, key=None, timeout=600):
+async def http_request(client, url, text, frames, seed, voice, key=None, timeout=600, text_mode=None):
     body = {"model": "lyre", "input": text, "voice": voice, "response_format": "pcm",
             "max_frames": frames, "ignore_eos": True, "seed": seed}
+    if text_mode:
+        body["text_mode"] = text_mode
     headers = {"authorization": f"Bearer {key}"} if key else {}
     problems = []
     play = Playback(time.monotonic())
@@ -139,7 +147,7 @@ async def http_request(client, url, text, frames, seed, voice, key=None, timeout
 
 
 async def run_rate(url, rate, duration, transport="ws", voice="ryan", seed=0, key=None, corpus=None,
-                   timeout=600, max_frames=None):
+                   timeout=600, max_frames=None, text_mode=None):
     """Poisson arrivals at `rate` per second for `duration` seconds; waits for every request.
     `max_frames` caps each request's length (tests on slow adapters)."""
     corpus = corpus or load_corpus()
@@ -158,18 +166,18 @@ async def run_rate(url, rate, duration, transport="ws", voice="ryan", seed=0, ke
             frames = frames_for(text) if max_frames is None else min(frames_for(text), max_frames)
             use_ws = transport == "ws" or (transport == "mixed" and i % 2 == 0)
             if use_ws:
-                coro = ws_request(url, text, frames, seed * 100003 + i, voice, key, timeout)
+                coro = ws_request(url, text, frames, seed * 100003 + i, voice, key, timeout, text_mode)
             else:
-                coro = http_request(client, url, text, frames, seed * 100003 + i, voice, key, timeout)
+                coro = http_request(client, url, text, frames, seed * 100003 + i, voice, key, timeout, text_mode)
             tasks.append(asyncio.create_task(coro))
             i += 1
             next_at += arrivals.expovariate(rate)
         results = await asyncio.gather(*tasks, return_exceptions=True)
     wall = time.monotonic() - t0
-    return summarize(results, rate, duration, transport, wall)
+    return summarize(results, rate, duration, transport, wall, text_mode)
 
 
-def summarize(results, rate, duration, transport, wall):
+def summarize(results, rate, duration, transport, wall, text_mode=None):
     errors = [repr(r) for r in results if isinstance(r, Exception)]
     ok = [r for r in results if isinstance(r, dict)]
     errors += [";".join(r["problems"]) for r in ok if r["problems"]]
@@ -177,7 +185,7 @@ def summarize(results, rate, duration, transport, wall):
     rtf = [r["rtf"] for r in ok if "rtf" in r]
     late = [r for r in ok if r["underruns"]]
     audio = sum(r["audio_s"] for r in ok)
-    out = {"transport": transport, "rate_rps": rate, "duration_s": duration, "requests": len(results),
+    out = {"transport": transport, "text_mode": text_mode or "default", "rate_rps": rate, "duration_s": duration, "requests": len(results),
            "errors": len(errors), "error_samples": errors[:5], "wall_s": round(wall, 2),
            "audio_s": round(audio, 3),
            "underruns": sum(r["underruns"] for r in ok), "streams_with_underrun": len(late),
@@ -190,20 +198,20 @@ def summarize(results, rate, duration, transport, wall):
 
 
 def table(rows):
-    head = ("rps", "transport", "requests", "errors", "ttfa_p50", "ttfa_p95", "ttfa_p99", "rtf_p50",
+    head = ("rps", "transport", "text_mode", "requests", "errors", "ttfa_p50", "ttfa_p95", "ttfa_p99", "rtf_p50",
             "rtf_p99", "underruns", "late_streams")
     lines = ["  ".join(f"{h:>10}" for h in head)]
     for r in rows:
-        vals = (r["rate_rps"], r["transport"], r["requests"], r["errors"], r["ttfa_p50_ms"], r["ttfa_p95_ms"],
+        vals = (r["rate_rps"], r["transport"], r.get("text_mode", "default"), r["requests"], r["errors"], r["ttfa_p50_ms"], r["ttfa_p95_ms"],
                 r["ttfa_p99_ms"], r["rtf_p50"], r["rtf_p99"], r["underruns"], r["streams_with_underrun"])
         lines.append("  ".join(f"{v if v is not None else '-':>10}" for v in vals))
     return "\n".join(lines)
 
 
-async def sweep(url, rates, duration, transport="ws", voice="ryan", seed=0, key=None, pause_s=2.0):
+async def sweep(url, rates, duration, transport="ws", voice="ryan", seed=0, key=None, pause_s=2.0, text_mode=None):
     rows = []
     for k, rate in enumerate(rates):
-        rows.append(await run_rate(url, rate, duration, transport, voice, seed + k, key))
+        rows.append(await run_rate(url, rate, duration, transport, voice, seed + k, key, text_mode=text_mode))
         await asyncio.sleep(pause_s)
     return rows
 

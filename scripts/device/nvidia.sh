@@ -10,7 +10,8 @@
 #   nvidia.sh server    `lyre serve` on 1.7B CustomVoice under open-loop load (scripts/loadgen.py
 #                       --rates RATES over TRANSPORTS: the WebSocket, then streaming POST
 #                       /v1/audio/speech); SLACKS="0 default" also runs it with launch_slack_ms = 0,
-#                       FIRST_AUDIO="false default" with fast_first_audio off;
+#                       FIRST_AUDIO="false default" with fast_first_audio off; TEXT_MODES="default
+#                       streaming" also sends every request with text_mode streaming;
 #                       SERVER_LYRE serves another build
 #   nvidia.sh peers     the official implementation's CUDA-graph loop, faster-qwen3-tts and
 #                       faster-qwen3-tts-batch (scripts/device/peers.py) on the same checkpoints
@@ -159,11 +160,19 @@ server() { # server DIR [SUFFIX]: lyre serve under open-loop load, files named w
   get localhost:$port/readyz 2>/dev/null || { log "server not ready"; grep -v on_failure "$OUT/server$sfx.log" | tail -5; kill "$pid"; return; }
   echo
   wheels /tmp/site-load 'websockets-*.whl' 'httpx-*.whl' 'httpcore-*.whl' 'h11-*.whl' 'anyio-*.whl' 'sniffio-*.whl' 'certifi-*.whl' 'idna-*.whl'
+  local t mode tm
   for t in ${TRANSPORTS:-ws http}; do
-    PYTHONPATH=/tmp/site-load timeout 400 python3 scripts/loadgen.py --url http://127.0.0.1:$port \
-      --rates "${RATES:-5,10,20,40}" --duration "${DURATION:-30}" --transport "$t" --voice "${VOICE:-ryan}" \
-      --json "$OUT/load-$t$sfx.json" 2>&1 | tee "$OUT/load-$t$sfx.txt"
-    save
+    for mode in ${TEXT_MODES:-default}; do
+      # TEXT_MODES="default streaming": also each transport with the text fed a token per frame
+      # (files suffixed -tmstreaming; HTTP's default puts the whole text in the prompt).
+      tm=()
+      [ "$mode" = default ] || tm=(--text-mode "$mode")
+      local f="load-$t$sfx${tm:+-tm$mode}"
+      PYTHONPATH=/tmp/site-load timeout 400 python3 scripts/loadgen.py --url http://127.0.0.1:$port \
+        --rates "${RATES:-5,10,20,40}" --duration "${DURATION:-30}" --transport "$t" --voice "${VOICE:-ryan}" \
+        "${tm[@]}" --json "$OUT/$f.json" 2>&1 | tee "$OUT/$f.txt"
+      save
+    done
   done
   get localhost:$port/metrics | grep -E "^lyre_(tick|session|queue|launch|prompt_ticks|batch_size)" | head -40 > "$OUT/server-metrics$sfx.txt"
   kill "$pid"; wait "$pid" 2>/dev/null

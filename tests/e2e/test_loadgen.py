@@ -42,3 +42,27 @@ def test_playback_counts_chunks_that_arrive_after_their_play_time():
     assert abs(res["worst_late_ms"] - 40.0) < 1e-6
     assert openloop.best_rate([{"rate_rps": 5, "errors": 0, "underruns": 0, "ttfa_p95_ms": 50},
                                {"rate_rps": 10, "errors": 0, "underruns": 2, "ttfa_p95_ms": 60}]) == 5
+
+
+def test_text_mode_reaches_the_server_over_both_transports(server):
+    """`text_mode` is sent with each request: a name the server does not know comes back as a
+    request error naming the field, and `streaming` over HTTP (whose default puts the whole text
+    in the prompt) is served in full."""
+    import httpx
+
+    async def go():
+        async with httpx.AsyncClient() as client:
+            bad_http = await openloop.http_request(client, server.url, "Hello there.", 2, 1, "vivian",
+                                                   text_mode="sideways")
+            good_http = await openloop.http_request(client, server.url, "Hello there.", 2, 1, "vivian",
+                                                    text_mode="streaming")
+        bad_ws = await openloop.ws_request(server.url, "Hello there.", 2, 1, "vivian", text_mode="sideways")
+        return bad_http, good_http, bad_ws
+
+    bad_http, good_http, bad_ws = asyncio.run(go())
+    assert any("HTTP 400" in p and "text_mode" in p for p in bad_http["problems"]), bad_http
+    assert any("text_mode" in p for p in bad_ws["problems"]), bad_ws
+    assert good_http["ok"] and good_http["audio_s"] == 0.16, good_http
+    row = asyncio.run(openloop.run_rate(server.url, rate=2.0, duration=1.0, transport="http", voice="vivian",
+                                        seed=3, max_frames=2, text_mode="streaming"))
+    assert row["text_mode"] == "streaming" and row["errors"] == 0, row
