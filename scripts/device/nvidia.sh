@@ -7,7 +7,8 @@
 #   nvidia.sh engine    `lyre bench`: 0.6B and 1.7B CustomVoice at BATCHES (1,8,32,64,256), per-dispatch
 #                       profiles at 8/32/64, the KV cache in f32/f16 and attention split/unsplit
 #                       after 500 and 2000 positions, 0.6B Base at 8/32 (the batch peer's checkpoint)
-#   nvidia.sh server    `lyre serve` on 1.7B CustomVoice under open-loop load (scripts/loadgen.py
+#   nvidia.sh server    `lyre serve` on 1.7B CustomVoice: scripts/ttfa_modes.py (one request at a
+#                       time), then open-loop load (scripts/loadgen.py
 #                       --rates RATES over TRANSPORTS: the WebSocket, then streaming POST
 #                       /v1/audio/speech); SLACKS="0 default" also runs it with launch_slack_ms = 0,
 #                       FIRST_AUDIO="false default" with fast_first_audio off; TEXT_MODES="default
@@ -160,6 +161,9 @@ server() { # server DIR [SUFFIX]: lyre serve under open-loop load, files named w
   get localhost:$port/readyz 2>/dev/null || { log "server not ready"; grep -v on_failure "$OUT/server$sfx.log" | tail -5; kill "$pid"; return; }
   echo
   wheels /tmp/site-load 'websockets-*.whl' 'httpx-*.whl' 'httpcore-*.whl' 'h11-*.whl' 'anyio-*.whl' 'sniffio-*.whl' 'certifi-*.whl' 'idna-*.whl'
+  # One request at a time over each transport and text mode: what the prompt alone costs.
+  PYTHONPATH=/tmp/site-load timeout 120 python3 scripts/ttfa_modes.py --url http://127.0.0.1:$port \
+    --voice "${VOICE:-ryan}" --json "$OUT/ttfa-modes$sfx.json" 2>&1 | tee "$OUT/ttfa-modes$sfx.txt"
   local t mode tm
   for t in ${TRANSPORTS:-ws http}; do
     for mode in ${TEXT_MODES:-default}; do

@@ -66,3 +66,15 @@ def test_text_mode_reaches_the_server_over_both_transports(server):
     row = asyncio.run(openloop.run_rate(server.url, rate=2.0, duration=1.0, transport="http", voice="vivian",
                                         seed=3, max_frames=2, text_mode="streaming"))
     assert row["text_mode"] == "streaming" and row["errors"] == 0, row
+
+
+def test_ttfa_modes_times_every_transport_and_text_mode(server):
+    import ttfa_modes
+
+    rows, problems = asyncio.run(ttfa_modes.measure(server.url, requests=2, warmup=1, voice="vivian",
+                                                    pause_s=0.0))
+    assert problems == []
+    assert [(r["transport"], r["text_mode"]) for r in rows] == [
+        ("ws", "default"), ("ws", "whole"), ("http", "default"), ("http", "streaming")]
+    for r in rows:
+        assert r["requests"] == 1 and r["ttfa_median_ms"] > 0 and r["ttfa_min_ms"] == r["ttfa_median_ms"], r
