@@ -51,9 +51,11 @@ def main():
     ap.add_argument("--requests", type=int, default=12, help="requests per combination")
     ap.add_argument("--warmup", type=int, default=2, help="first requests of each left out")
     ap.add_argument("--voice", default="ryan")
+    ap.add_argument("--pause-s", type=float, default=0.3,
+                    help="idle time before each request (a GPU lowers its clocks when idle)")
     ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args()
-    rows, problems = asyncio.run(measure(args.url, args.requests, args.warmup, args.voice))
+    rows, problems = asyncio.run(measure(args.url, args.requests, args.warmup, args.voice, pause_s=args.pause_s))
     print(f"{'transport':>10} {'text_mode':>10} {'median ms':>10} {'min ms':>8}")
     for r in rows:
         print(f"{r['transport']:>10} {r['text_mode']:>10} {r['ttfa_median_ms']!s:>10} {r['ttfa_min_ms']!s:>8}")
