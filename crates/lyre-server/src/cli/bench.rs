@@ -1,7 +1,8 @@
 //! `lyre bench`: the engine alone (no HTTP), at several batch sizes. Each configuration starts
 //! `batch` sessions with the same prompt length at once, EOS disabled so every run has the same
 //! length, and times the first tick (prefill + first frame: time to first audio, the median of
-//! several starts) and the following ticks (ms per frame, split by part where the GPU has timestamp queries).
+//! several starts) and the following ticks (ms per frame, split by part where the GPU has
+//! timestamp queries).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -87,8 +88,8 @@ struct Run {
     /// The median of `ttfa_runs_ms`.
     ttfa_ms: f64,
     ttfa_runs_ms: Vec<f64>,
-    /// Of `ttfa_ms` (medians too): starting the sessions (validation, tokenizing, prompts) on the CPU, and
-    /// the wait for the first tick's results after its submission.
+    /// Of `ttfa_ms` (medians too): starting the sessions (validation, tokenizing, prompts) on the
+    /// CPU, and the wait for the first tick's results after its submission.
     start_ms: f64,
     first_wait_ms: f64,
     prefill_ms: f64,
