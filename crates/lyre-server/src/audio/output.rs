@@ -35,6 +35,11 @@ impl OutputSpec {
         OutputSpec { format, sample_rate, speed: None, wav_encoding: WavEncoding::Pcm16 }
     }
 
+    /// The tempo the client hears the audio at: `speed`, or 1.0 when none was asked for.
+    pub fn playback_speed(&self) -> f32 {
+        self.speed.unwrap_or(1.0)
+    }
+
     /// Checks a request's output fields; each error names its field ([`AudioError::field`]).
     ///
     /// `sample_rate` applies to `pcm`, `wav`, `flac` and `mp3` (one of [`SUPPORTED_RATES`]);

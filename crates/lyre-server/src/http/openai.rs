@@ -71,7 +71,7 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     .await?;
     let slot = state.keys.acquire(caller.key)?;
     let span = tracing::info_span!("speech", format = %format, segments);
-    let handle = state.scheduler.submit_played_at(request, span, output.speed.unwrap_or(1.0))?;
+    let handle = state.scheduler.submit_played_at(request, span, output.playback_speed())?;
     match stream_format.as_deref() {
         None | Some("audio") => {
             let mut resp = chunked_body(handle, &output, slot, access)?.into_response();

@@ -39,7 +39,7 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Result<Respo
     let slot = state.keys.acquire(caller.key)?;
     let whole = segments <= 1 || request.max_frames as usize <= state.config.engine.max_positions;
     let span = tracing::info_span!("tts", format = %output.format, segments);
-    let mut handle = state.scheduler.submit_played_at(request, span, output.speed.unwrap_or(1.0))?;
+    let mut handle = state.scheduler.submit_played_at(request, span, output.playback_speed())?;
     if !whole {
         let mut resp = chunked_body(handle, &output, slot, access)?.into_response();
         let h = resp.headers_mut();

@@ -81,7 +81,7 @@ impl Context {
         let encoder = output.stream().map_err(audio_failure)?;
         let slot = state.keys.acquire(caller.key)?;
         let span = tracing::info_span!("stream", context = %id, format = %output.format);
-        let session = state.scheduler.submit_played_at(request, span, output.speed.unwrap_or(1.0))?;
+        let session = state.scheduler.submit_played_at(request, span, output.playback_speed())?;
         tracing::info!(sid = session.sid, context = %id, format = %output.format, "WebSocket session started");
         let mut context = Context {
             id,
@@ -155,7 +155,7 @@ impl Context {
                     sample_rate: self.output.sample_rate,
                     samples_per_frame: self.output.samples_per_frame() as u32,
                     bytes_per_frame: self.output.bytes_per_frame().map(|b| b as u32),
-                    speed: self.output.speed.unwrap_or(1.0),
+                    speed: self.output.playback_speed(),
                     queued_ms,
                 };
                 (vec![Outgoing::Json(msg)], Fate::Open)
