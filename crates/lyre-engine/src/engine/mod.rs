@@ -182,6 +182,7 @@ pub struct Engine {
     in_flight: Option<tick::InFlight>,
     /// How long the last tick read waited for the GPU to finish it.
     last_gpu_wait: std::time::Duration,
+    last_launch_cpu: std::time::Duration,
     next_readback: usize,
     /// Grid barrier waits that gave up, as of the last tick read.
     grid_give_ups: u32,
@@ -255,6 +256,7 @@ impl Engine {
             pipeline,
             in_flight: None,
             last_gpu_wait: std::time::Duration::ZERO,
+            last_launch_cpu: std::time::Duration::ZERO,
             next_readback: 0,
             grid_give_ups: 0,
             sessions: BTreeMap::new(),
@@ -382,6 +384,13 @@ impl Engine {
     /// the GPU had finished before the step asked, so it may have sat idle.
     pub fn last_gpu_wait(&self) -> std::time::Duration {
         self.last_gpu_wait
+    }
+
+    /// CPU time the tick the last step read took to launch: choosing its sessions, building
+    /// their rows, uploading them, encoding the pass and submitting it. For a session's first
+    /// tick this is on its time to first audio, before the GPU starts.
+    pub fn last_launch_cpu(&self) -> std::time::Duration {
+        self.last_launch_cpu
     }
 
     /// True when some session could produce a frame now (or has finished while idle), or a

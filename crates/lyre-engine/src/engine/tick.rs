@@ -45,6 +45,8 @@ pub(super) struct InFlight {
     readback: usize,
     submission: wgpu::SubmissionIndex,
     profiled: bool,
+    /// CPU time from choosing the sessions to the submission.
+    launch_cpu: std::time::Duration,
 }
 
 /// One step. Pipelined, it submits the next tick before reading the one in flight, so the
@@ -83,6 +85,7 @@ pub(super) fn run(engine: &mut Engine, scope: TickScope) -> Result<Vec<StepOutpu
 
 /// Gathers and submits a tick, advancing its sessions; `None` when no session has input.
 fn launch(engine: &mut Engine, outputs: &mut Vec<StepOutput>, scope: TickScope) -> Result<Option<InFlight>> {
+    let started = std::time::Instant::now();
     let first = outputs.len();
     let input = gather(engine, outputs, scope)?;
     finish_sessions(engine, &outputs[first..]);
@@ -92,6 +95,7 @@ fn launch(engine: &mut Engine, outputs: &mut Vec<StepOutput>, scope: TickScope) 
     let readback = engine.next_readback;
     engine.next_readback ^= 1;
     let submission = submit(engine, &input, readback)?;
+    let launch_cpu = started.elapsed();
     for m in &input.members {
         let s = engine.sessions.get_mut(&m.id).expect("member of this tick");
         if m.prefill {
@@ -102,7 +106,13 @@ fn launch(engine: &mut Engine, outputs: &mut Vec<StepOutput>, scope: TickScope) 
         s.pos += m.fed;
         s.gen_index += 1;
     }
-    Ok(Some(InFlight { members: input.members, readback, submission, profiled: engine.profiling }))
+    Ok(Some(InFlight {
+        members: input.members,
+        readback,
+        submission,
+        profiled: engine.profiling,
+        launch_cpu,
+    }))
 }
 
 /// Waits for a submitted tick and turns its codes into frames and finishes.
@@ -338,6 +348,7 @@ fn read_results(engine: &mut Engine, t: &InFlight) -> Result<(Vec<u32>, Vec<f32>
     let at = plan.grid_sync_offset as usize + 4;
     let give_ups = u32::from_le_bytes(raw[at..at + 4].try_into().expect("four bytes"));
     engine.last_gpu_wait = waited;
+    engine.last_launch_cpu = t.launch_cpu;
     engine.last_profile = match (&engine.profiler, t.profiled) {
         (Some(p), true) => Some(p.read(&engine.gpu)?),
         _ => None,
