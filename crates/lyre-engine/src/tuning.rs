@@ -82,6 +82,10 @@ pub struct EngineTuning {
     pub coop: bool,
     /// Submit the next tick before reading the current one.
     pub pipeline: bool,
+    /// A tick launched onto an idle GPU is submitted in parts, the first once this many
+    /// dispatches are recorded, each next four times as long, so the GPU starts while the CPU
+    /// records the rest; 0: in one submission.
+    pub first_submit_dispatches: u32,
     /// The kernels of matmuls over few rows, attention and q/k-norm + RoPE.
     pub matmul: MatmulChoice,
     /// The 16-byte-load mat-vec for few rows where the subgroup kernels run.
@@ -142,6 +146,7 @@ impl Default for EngineTuning {
             shader_checks: false,
             coop: true,
             pipeline: true,
+            first_submit_dispatches: 32,
             matmul: MatmulChoice::Auto,
             matvec: true,
             matvec_split: 0,
@@ -189,6 +194,7 @@ impl EngineTuning {
             ("few_rows_max_rows", self.few_rows_max_rows, 1, 32),
             ("gemm_min_rows", self.gemm_min_rows, 1, u32::MAX),
             ("gemm_max_split", self.gemm_max_split, 1, 32),
+            ("first_submit_dispatches", self.first_submit_dispatches, 0, 65_536),
             ("coop_min_rows", self.coop_min_rows, 1, u32::MAX),
             ("persistent_groups", self.persistent_groups, 1, 1024),
             ("attention_chunks", self.attention_chunks, 0, 16),

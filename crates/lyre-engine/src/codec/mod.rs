@@ -234,14 +234,15 @@ impl CodecDecoder {
         &self.plan.pcm
     }
 
-    /// Clears `slot`'s state so that a new session starts there (queue writes, applied before
-    /// the next submit). Slots past `max_sessions` are ignored.
-    pub fn reset_slot(&self, queue: &wgpu::Queue, slot: u32) {
+    /// Clears `slot`'s state so that a new session starts there (clears recorded into
+    /// `encoder`, to run before the decoder's next dispatches). Slots past `max_sessions` are
+    /// ignored.
+    pub fn reset_slot(&self, encoder: &mut wgpu::CommandEncoder, slot: u32) {
         if slot as usize >= self.options.max_sessions {
             tracing::warn!(slot, max = self.options.max_sessions, "reset of a decoder slot out of range");
             return;
         }
-        self.state.reset_slot(queue, slot);
+        self.state.reset_slot(encoder, slot);
     }
 
     /// Step buffers for `frames` frames per session (at most `max_frames_per_step`), sharing

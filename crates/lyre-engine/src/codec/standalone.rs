@@ -167,7 +167,9 @@ impl StandaloneDecoder {
 
     /// Starts a new session in `slot`.
     pub fn reset(&mut self, slot: u32) {
-        self.decoder.reset_slot(&self.ctx.queue, slot);
+        let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+        self.decoder.reset_slot(&mut encoder, slot);
+        self.ctx.queue.submit(Some(encoder.finish()));
     }
 
     fn clip(&mut self, codes: &[[u16; BOOKS]], capture: bool) -> Result<ClipCapture> {

@@ -65,14 +65,13 @@ impl Ring {
     }
 
     /// Zeroes the rows standing for times `-history..0` of `slot`.
-    fn reset(&self, queue: &wgpu::Queue, slot: u32) {
+    fn reset(&self, encoder: &mut wgpu::CommandEncoder, slot: u32) {
         if self.history == 0 {
             return;
         }
         let row_bytes = self.stride as u64 * 4;
         let first = (slot as u64 * self.len as u64 + (self.len - self.history) as u64) * row_bytes;
-        let zeros = vec![0u8; (self.history as u64 * row_bytes) as usize];
-        queue.write_buffer(&self.buffer, first, &zeros);
+        encoder.clear_buffer(&self.buffer, first, Some(self.history as u64 * row_bytes));
     }
 }
 
@@ -180,10 +179,11 @@ impl StreamState {
             .chain(std::iter::once(&self.final_in))
     }
 
-    /// Makes `slot` start a new session (queue writes, applied before the next submit).
-    pub fn reset_slot(&self, queue: &wgpu::Queue, slot: u32) {
+    /// Makes `slot` start a new session (clears recorded into `encoder`, before the decoder's
+    /// dispatches).
+    pub fn reset_slot(&self, encoder: &mut wgpu::CommandEncoder, slot: u32) {
         for ring in self.rings() {
-            ring.reset(queue, slot);
+            ring.reset(encoder, slot);
         }
     }
 

@@ -57,14 +57,15 @@ impl Seams {
         Ok((Seams { ended, applied, wrap, shift, _shift_table: shift_table }, redirect))
     }
 
-    /// A new prompt in `slot`: its decoder steps count again (queue write, before the submit).
-    pub fn clear_ended(&self, queue: &wgpu::Queue, slot: u32) {
-        queue.write_buffer(&self.ended, slot as u64 * 4, &0u32.to_le_bytes());
+    /// A new prompt in `slot`: its decoder steps count again (a clear recorded into `encoder`,
+    /// before the tick's dispatches).
+    pub fn clear_ended(&self, encoder: &mut wgpu::CommandEncoder, slot: u32) {
+        encoder.clear_buffer(&self.ended, slot as u64 * 4, Some(4));
     }
 
     /// The slot's decoder state starts over: so does its count of RoPE periods.
-    pub fn reset(&self, queue: &wgpu::Queue, slot: u32) {
-        queue.write_buffer(&self.applied, slot as u64 * 4, &0u32.to_le_bytes());
+    pub fn reset(&self, encoder: &mut wgpu::CommandEncoder, slot: u32) {
+        encoder.clear_buffer(&self.applied, slot as u64 * 4, Some(4));
     }
 
     /// Whether a tick whose decoder frames are `frames` must record [`Seams::shift`] after its

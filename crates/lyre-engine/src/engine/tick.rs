@@ -6,7 +6,7 @@ use super::session::NextInput;
 use super::tick_plan::ROW_DESC_BYTES;
 use super::{Engine, FinishReason, Frame, FrameLogits, StepOutput, TickScope};
 use crate::error::Result;
-use crate::gpu::{read_buffer, record_all, RowCounts};
+use crate::gpu::{part_ends, read_buffer, record_all, RowCounts};
 use crate::kernels::gather::{EXTRA, FROM_ACC, NONE};
 use crate::prompt::{CodecPart, PromptRow};
 use crate::sampling::SessionDesc;
@@ -60,19 +60,19 @@ pub(super) fn run(engine: &mut Engine, scope: TickScope) -> Result<Vec<StepOutpu
         if let Some(t) = engine.in_flight.take() {
             complete(engine, t, &mut outputs)?;
         }
-        if let Some(t) = launch(engine, &mut outputs, scope)? {
+        if let Some(t) = launch(engine, &mut outputs, scope, true)? {
             complete(engine, t, &mut outputs)?;
         }
         return Ok(outputs);
     }
     let current = match engine.in_flight.take() {
         Some(t) => t,
-        None => match launch(engine, &mut outputs, scope)? {
+        None => match launch(engine, &mut outputs, scope, true)? {
             Some(t) => t,
             None => return Ok(outputs),
         },
     };
-    engine.in_flight = launch(engine, &mut outputs, scope)?;
+    engine.in_flight = launch(engine, &mut outputs, scope, false)?;
     complete(engine, current, &mut outputs)?;
     // When every session of the speculative tick has ended, nothing is left to wait for it.
     if let Some(t) =
@@ -84,7 +84,13 @@ pub(super) fn run(engine: &mut Engine, scope: TickScope) -> Result<Vec<StepOutpu
 }
 
 /// Gathers and submits a tick, advancing its sessions; `None` when no session has input.
-fn launch(engine: &mut Engine, outputs: &mut Vec<StepOutput>, scope: TickScope) -> Result<Option<InFlight>> {
+/// `gpu_idle`: no tick of ours runs on the GPU, so it waits for this one's submission.
+fn launch(
+    engine: &mut Engine,
+    outputs: &mut Vec<StepOutput>,
+    scope: TickScope,
+    gpu_idle: bool,
+) -> Result<Option<InFlight>> {
     let started = std::time::Instant::now();
     let first = outputs.len();
     let input = gather(engine, outputs, scope)?;
@@ -94,7 +100,7 @@ fn launch(engine: &mut Engine, outputs: &mut Vec<StepOutput>, scope: TickScope) 
     }
     let readback = engine.next_readback;
     engine.next_readback ^= 1;
-    let submission = submit(engine, &input, readback)?;
+    let submission = submit(engine, &input, readback, gpu_idle)?;
     let launch_cpu = started.elapsed();
     for m in &input.members {
         let s = engine.sessions.get_mut(&m.id).expect("member of this tick");
@@ -271,8 +277,12 @@ fn gather(engine: &mut Engine, outputs: &mut Vec<StepOutput>, scope: TickScope) 
 }
 
 /// Uploads the tick's descriptors, replays the plan and copies `[sessions][16]` codes and
-/// `[sessions][1920]` samples to readback `rb`.
-fn submit(engine: &mut Engine, t: &TickInput, rb: usize) -> Result<wgpu::SubmissionIndex> {
+/// `[sessions][1920]` samples to readback `rb`. Onto an idle GPU the plan goes in parts, the
+/// first submitted as soon as `first_submit_dispatches` are recorded, each next one four times
+/// as long: recording and finishing a command buffer costs the CPU a few microseconds per
+/// dispatch, milliseconds for a tick, which the GPU would otherwise wait out before its first
+/// dispatch; growing parts keep the GPU busy while the CPU records the next.
+fn submit(engine: &mut Engine, t: &TickInput, rb: usize, gpu_idle: bool) -> Result<wgpu::SubmissionIndex> {
     let (gpu, plan) = (&engine.gpu.clone(), &engine.plan);
     let counts = RowCounts { talker_rows: t.rows.len() as u32, sessions: t.sessions.len() as u32 };
     let q = &gpu.queue;
@@ -283,41 +293,58 @@ fn submit(engine: &mut Engine, t: &TickInput, rb: usize) -> Result<wgpu::Submiss
     if !t.extra.is_empty() {
         q.write_buffer(&plan.bufs.extra, 0, bytemuck::cast_slice(&t.extra));
     }
-    let words = plan.bufs.history_words;
+    debug_assert_eq!(std::mem::size_of::<[u32; 4]>(), ROW_DESC_BYTES);
+    let new_encoder =
+        || gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("tick") });
+    let mut encoder = new_encoder();
+    // Clears in the command buffer rather than queue writes of zeros: a queue write stages its
+    // bytes in a buffer of its own, about 5 µs each, and a new session needs one per ring of
+    // the decoder's state.
+    let words = plan.bufs.history_words as u64;
     for (desc, m) in t.sessions.iter().zip(&t.members) {
         if m.prefill {
             // A new prompt: the sampler's history starts over, and the decoder takes this
             // slot's frames again; a new session's decoder state starts over too.
-            let zeros = vec![0u32; words];
-            q.write_buffer(
-                &plan.bufs.history,
-                (desc.slot as usize * words * 4) as u64,
-                bytemuck::cast_slice(&zeros),
-            );
-            engine.seams.clear_ended(q, desc.slot);
+            encoder.clear_buffer(&plan.bufs.history, desc.slot as u64 * words * 4, Some(words * 4));
+            engine.seams.clear_ended(&mut encoder, desc.slot);
         }
         if m.new_stream {
-            engine.decoder.reset_slot(q, desc.slot);
-            engine.seams.reset(q, desc.slot);
+            engine.decoder.reset_slot(&mut encoder, desc.slot);
+            engine.seams.reset(&mut encoder, desc.slot);
         }
     }
-    debug_assert_eq!(std::mem::size_of::<[u32; 4]>(), ROW_DESC_BYTES);
-    let mut encoder =
-        gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("tick") });
     let primes: Vec<Prime> = t.primes.iter().map(|(slot, codes)| Prime { slot: *slot, codes }).collect();
     engine.reference.record_primes(gpu, &mut encoder, &primes);
+    let profiler = engine.active_profiler();
+    let ends = match profiler {
+        None if gpu_idle => {
+            part_ends(&plan.dispatches, &counts, engine.opts.tuning.first_submit_dispatches as usize)
+        }
+        _ => Vec::new(),
+    };
+    let mut from = 0;
+    for end in ends {
+        {
+            let mut pass = encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("tick"), timestamp_writes: None });
+            record_all(&plan.dispatches[from..end], &mut pass, &counts);
+        }
+        q.submit(Some(encoder.finish()));
+        encoder = new_encoder();
+        from = end;
+    }
     {
         let mut pass = encoder
             .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("tick"), timestamp_writes: None });
-        match engine.active_profiler() {
+        match profiler {
             Some(p) => p.record(&plan.dispatches, &mut pass, &counts),
-            None => record_all(&plan.dispatches, &mut pass, &counts),
+            None => record_all(&plan.dispatches[from..], &mut pass, &counts),
         }
         if engine.seams.needs_shift(t.decoder_sessions.iter().map(|d| d.gen_index)) {
             record_all(&engine.seams.shift, &mut pass, &counts);
         }
     }
-    if let Some(p) = engine.active_profiler() {
+    if let Some(p) = profiler {
         p.resolve(&mut encoder);
     }
     let m = t.sessions.len();

@@ -11,4 +11,4 @@ mod plan;
 pub use buffer::{read_buffer, Readback};
 pub use context::{AdapterSummary, GpuContext, GpuOptions, ShaderChecks};
 pub use pipeline::KernelSource;
-pub use plan::{record_all, run_now, Alternative, Dispatch, Extent, Grid, RowCount, RowCounts};
+pub use plan::{part_ends, record_all, run_now, Alternative, Dispatch, Extent, Grid, RowCount, RowCounts};

@@ -209,6 +209,27 @@ pub fn record_all(dispatches: &[Dispatch], pass: &mut wgpu::ComputePass<'_>, cou
     }
 }
 
+/// Where to cut `dispatches` into parts submitted one after another: the first part records
+/// at least `first` dispatches for these counts (alternatives expanded), each next part four
+/// times as many as the one before, the last whatever is left. Ends of all parts but the last,
+/// as indices into `dispatches`; none when `first` is 0.
+pub fn part_ends(dispatches: &[Dispatch], counts: &RowCounts, first: usize) -> Vec<usize> {
+    let mut ends = Vec::new();
+    if first == 0 {
+        return ends;
+    }
+    let (mut part, mut recorded) = (first, 0);
+    for (i, d) in dispatches.iter().enumerate().take(dispatches.len().saturating_sub(1)) {
+        d.for_each_selected(counts, &mut |_| recorded += 1);
+        if recorded >= part {
+            ends.push(i + 1);
+            recorded = 0;
+            part = part.saturating_mul(4);
+        }
+    }
+    ends
+}
+
 /// Writes `counts` into `counts_buffer`, records `dispatches` into one compute pass, submits
 /// and waits. For tests, tools and one-off work; the engine's tick records its own pass.
 pub fn run_now(

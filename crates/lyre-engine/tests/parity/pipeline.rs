@@ -38,7 +38,10 @@ fn record(got: &mut BTreeMap<SessionId, Got>, outputs: Vec<StepOutput>) {
 
 /// Starts the cases one tick apart (the last with a 4-frame limit) and runs all to the end.
 fn staggered(pipelined: bool) -> Vec<Got> {
-    let mut engine = engine_with("tiny-custom-voice", 3, false);
+    staggered_on(engine_with("tiny-custom-voice", 3, false), pipelined)
+}
+
+fn staggered_on(mut engine: Engine, pipelined: bool) -> Vec<Got> {
     engine.set_pipelining(pipelined);
     let mut got = BTreeMap::new();
     let mut ids = Vec::new();
@@ -68,6 +71,24 @@ fn pipelined_ticks_equal_unpipelined_ticks() {
     }
     assert_eq!(piped[2].codes.len(), 4);
     assert_eq!(piped[2].finished, Some(FinishReason::MaxFrames), "the frame limit holds");
+}
+
+/// Unpipelined, every tick goes onto an idle GPU, so each is submitted in parts, the first
+/// after `first_submit_dispatches` dispatches, each next four times as long: the frames are
+/// those of one submission wherever the cuts fall (after dispatch 1, 5, 21, 85...; inside the
+/// talker; or nowhere).
+#[test]
+fn ticks_submitted_in_parts_equal_one_submission() {
+    let run = |first: u32| {
+        let mut opts = options(3, false);
+        opts.tuning.first_submit_dispatches = first;
+        staggered_on(engine_from("tiny-custom-voice", opts), false)
+    };
+    let whole = run(0);
+    assert!(whole.iter().all(|g| !g.codes.is_empty() && g.finished.is_some()));
+    for first in [1, 40] {
+        assert_eq!(run(first), whole, "cut after {first} dispatches");
+    }
 }
 
 fn request(engine: &Engine) -> SessionRequest {
