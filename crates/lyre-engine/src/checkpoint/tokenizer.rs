@@ -32,6 +32,8 @@ pub struct TextTokenizer {
     /// Content of every added token (special or not), in id order. Users may not type them.
     reserved: Vec<String>,
     split_rule: SplitRule,
+    /// The ids of `<|im_start|>assistant\n`.
+    role_ids: [u32; 3],
 }
 
 impl std::fmt::Debug for TextTokenizer {
@@ -96,12 +98,21 @@ impl TextTokenizer {
 
         let reserved = added.iter().map(|(_, token)| token.content.clone()).collect();
         add_tokens(&mut inner, added, &dir.join("tokenizer_config.json"))?;
-        Ok(TextTokenizer { inner, reserved, split_rule })
+        let mut tok = TextTokenizer { inner, reserved, split_rule, role_ids: [0; 3] };
+        let role = tok.assistant_text_ids("")?;
+        tok.role_ids = [role[0], role[1], role[2]];
+        Ok(tok)
     }
 
     /// The pre-tokenizer's split pattern.
     pub fn split_rule(&self) -> SplitRule {
         self.split_rule
+    }
+
+    /// The ids of `<|im_start|>assistant\n`, the role that opens a prompt's text (the first
+    /// three of [`Self::assistant_text_ids`]).
+    pub fn role_ids(&self) -> [u32; 3] {
+        self.role_ids
     }
 
     /// Encodes `s`; added tokens such as `<|im_start|>` occurring in it are recognised.
@@ -363,6 +374,7 @@ pub(crate) mod tests {
         assert_eq!(ids[..3], [151644, 77091, 198]);
         assert_eq!(ids[3..ids.len() - 5], [9707, 1879, 11, 419, 374, 264, 1273, 13]);
         assert_eq!(ids[ids.len() - 5..], [151645, 198, 151644, 77091, 198]);
+        assert_eq!(tok.role_ids(), [151644, 77091, 198]);
         assert_eq!(tok.encode_with_special("user").unwrap(), [872]);
         let tts = tok.encode_with_special("<tts_pad><tts_text_bos><tts_text_eod>").unwrap();
         assert_eq!(tts, [151671, 151672, 151673]);

@@ -191,7 +191,6 @@ pub struct Engine {
     forced: BTreeMap<SessionId, Vec<[u16; 16]>>,
     free_slots: Vec<u32>,
     next_id: SessionId,
-    role_ids: [u32; 3],
 }
 
 impl std::fmt::Debug for Engine {
@@ -233,8 +232,6 @@ impl Engine {
         };
         plan.dispatches.insert(plan.stages.code_predictor, redirect);
         let reference = ReferencePlan::new(&gpu, &plan.kernels, &talker, &cp, &decoder, limits.max_rows)?;
-        let role = model.tokenizer.assistant_text_ids("")?;
-        let role_ids = [role[0], role[1], role[2]];
         gpu.take_error()?;
         let profiler =
             if opts.profile { profile::Profiler::new(&gpu, &plan, opts.profile_dispatches) } else { None };
@@ -263,7 +260,6 @@ impl Engine {
             forced: BTreeMap::new(),
             free_slots: (0..max_sessions as u32).rev().collect(),
             next_id: 1,
-            role_ids,
         })
     }
 

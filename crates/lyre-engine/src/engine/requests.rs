@@ -1,7 +1,7 @@
 //! Starting sessions and feeding them text: validation, prompts, and the segments a long text
 //! is spoken in.
 
-use super::segmenting::{plan_segments, prompt_overhead, SegmentLimits};
+use super::segmenting::{fixed_positions, plan_segments, segments_within, transcript_ids, SegmentLimits};
 use super::session::{IclPrompt, Session, SessionSetup};
 use super::utterance::segment_ids;
 use super::{Engine, SessionId, SessionRequest, TextInput};
@@ -24,11 +24,13 @@ impl Engine {
         let prefix = self.prefix_for(&req)?;
         let icl = self.icl_for(&req.voice)?;
         let limits = SegmentLimits::of(&self.opts);
-        let overhead = prompt_overhead(&self.model, &req)?;
+        // As `prompt_overhead` counts it, from the prefix and reference already tokenized.
+        let reference = icl.as_ref().map(|(ref_ids, p)| (ref_ids.len(), p.frames as usize));
+        let overhead = fixed_positions(prefix.len(), reference);
         let budget = limits.budget(overhead);
         let segments = match &req.text {
             TextInput::Streamed => None,
-            _ => Some(plan_segments(&self.model, limits, &req)?),
+            _ => Some(segments_within(&self.model, &req, || Ok(budget))?),
         };
         let text_ids = match &segments {
             Some(s) => Some(self.text_ids(&s[0])?),
@@ -129,8 +131,7 @@ impl Engine {
         if r.codes.iter().flatten().any(|&c| c as usize >= codebook) {
             return Err(EngineError::invalid("ref_codes", format!("codes must be below {codebook}")));
         }
-        let ids = self.model.tokenizer.ref_text_ids(&r.text)?;
-        let ref_ids = ids[3..ids.len().saturating_sub(2).max(3)].to_vec();
+        let ref_ids = transcript_ids(&self.model.tokenizer, &r.text)?;
         let sums = self.reference.embed_frames(&self.gpu, &r.codes)?;
         let bos = CodecPart::Id(self.model.config.talker_config.codec_bos_id);
         let codec = std::iter::once(bos).chain(sums.into_iter().map(CodecPart::Vector)).collect();
@@ -145,7 +146,7 @@ impl Engine {
         };
         let spec =
             PromptSpec { voice: &req.voice, language: &req.language, instruct_ids: instruct_ids.as_deref() };
-        prefix_rows(&self.model.config, &spec, &self.role_ids)
+        prefix_rows(&self.model.config, &spec, &self.model.tokenizer.role_ids())
     }
 
     /// The ids of `text` inside the assistant turn of the chat template.

@@ -3,6 +3,7 @@
 //! engine's thread and pass [`TextInput::Segments`](super::TextInput::Segments).
 
 use super::{EngineOptions, SessionRequest, TextInput};
+use crate::checkpoint::tokenizer::TextTokenizer;
 use crate::checkpoint::ModelDir;
 use crate::error::{EngineError, Result};
 use crate::prompt::{prefix_rows, PromptSpec};
@@ -51,30 +52,50 @@ pub fn prompt_overhead(model: &ModelDir, req: &SessionRequest) -> Result<usize> 
         Some(s) if !s.trim().is_empty() => Some(tok.instruct_ids(s)?),
         _ => None,
     };
-    let role = tok.assistant_text_ids("")?;
     let spec =
         PromptSpec { voice: &req.voice, language: &req.language, instruct_ids: instruct_ids.as_deref() };
-    let prefix = prefix_rows(&model.config, &spec, &[role[0], role[1], role[2]])?.len();
+    let prefix = prefix_rows(&model.config, &spec, &tok.role_ids())?.len();
     let reference = match req.voice.reference() {
-        // `ref_ids[3:-2]`, `codec_emb(bos)` + one row per frame, and the text's closing row.
-        Some(r) => tok.ref_text_ids(&r.text)?.len().saturating_sub(5) + r.codes.len() + 2,
-        None => 0,
+        Some(r) => Some((transcript_ids(tok, &r.text)?.len(), r.codes.len())),
+        None => None,
     };
-    Ok(prefix + reference)
+    Ok(fixed_positions(prefix, reference))
+}
+
+/// The ids a reference transcript puts in an ICL prompt: `ref_ids[3:-2]`, without the chat
+/// template around it.
+pub(super) fn transcript_ids(tok: &TextTokenizer, ref_text: &str) -> Result<Vec<u32>> {
+    let ids = tok.ref_text_ids(ref_text)?;
+    Ok(ids[3..ids.len().saturating_sub(2).max(3)].to_vec())
+}
+
+/// [`prompt_overhead`] of a prompt whose prefix has `prefix` rows and whose voice, cloned in
+/// context, has a reference transcript of `(ids, frames)`.
+pub(super) fn fixed_positions(prefix: usize, reference: Option<(usize, usize)>) -> usize {
+    // The transcript, `codec_emb(bos)` + one row per frame, and the text's closing row.
+    prefix + reference.map_or(0, |(ids, frames)| ids + 1 + frames + 1)
 }
 
 /// The segments `req`'s whole text is spoken in on an engine of these limits: one for a text
 /// that fits, else cut at sentence ends (then clauses, then spaces; see
 /// [`crate::segment::split`]) into pieces of at most the budget's text tokens, each trimmed.
 pub fn plan_segments(model: &ModelDir, limits: SegmentLimits, req: &SessionRequest) -> Result<Vec<String>> {
+    segments_within(model, req, || Ok(limits.budget(prompt_overhead(model, req)?)))
+}
+
+/// [`plan_segments`] with the segment budget from `budget`, asked for only to cut a whole text.
+pub(super) fn segments_within(
+    model: &ModelDir,
+    req: &SessionRequest,
+    budget: impl FnOnce() -> Result<usize>,
+) -> Result<Vec<String>> {
     match &req.text {
         TextInput::Whole(text) => {
             if text.trim().is_empty() {
                 return Err(EngineError::invalid("text", "is empty"));
             }
             model.tokenizer.reject_reserved("text", text)?;
-            let budget = limits.budget(prompt_overhead(model, req)?);
-            Ok(split_text(&model.tokenizer, text, budget))
+            Ok(split_text(&model.tokenizer, text, budget()?))
         }
         TextInput::Segments(given) => nonempty(given),
         TextInput::Streamed => Err(EngineError::invalid("text", "streamed text has no segments yet")),

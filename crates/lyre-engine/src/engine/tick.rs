@@ -325,8 +325,10 @@ fn submit(engine: &mut Engine, t: &TickInput, rb: usize, gpu_idle: bool) -> Resu
     let mut from = 0;
     for end in ends {
         {
-            let mut pass = encoder
-                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("tick"), timestamp_writes: None });
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("tick"),
+                timestamp_writes: None,
+            });
             record_all(&plan.dispatches[from..end], &mut pass, &counts);
         }
         q.submit(Some(encoder.finish()));

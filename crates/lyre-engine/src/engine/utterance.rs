@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use crate::checkpoint::tokenizer::TextTokenizer;
 use crate::error::Result;
-use crate::segment::{split_text, token_count};
+use crate::segment::{fits_tokens, split_text};
 use crate::text_stream::TextStream;
 
 /// Characters of the streamed text kept to find a sentence end that straddles two pieces.
@@ -94,7 +94,7 @@ impl Utterance {
     /// (`None` when it is short enough, or cannot be cut).
     pub fn cut_if_longer(&self, tok: &TextTokenizer, most: usize, budget: usize) -> Option<Vec<String>> {
         let text = self.segment.as_deref()?;
-        if token_count(tok, text) <= most {
+        if fits_tokens(tok, text, most) {
             return None;
         }
         Some(split_text(tok, text, budget)).filter(|parts| parts.len() > 1)

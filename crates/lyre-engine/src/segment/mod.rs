@@ -10,6 +10,11 @@ mod split;
 
 pub use split::{rollover_cut, split};
 
+use std::collections::HashMap;
+use std::ops::Range;
+
+use unicode_normalization::{is_nfc_quick, IsNormalized};
+
 use crate::checkpoint::tokenizer::TextTokenizer;
 
 /// Frames of speech per text token that a segment leaves room for: about twice what slow
@@ -45,11 +50,40 @@ pub fn token_count(tok: &TextTokenizer, text: &str) -> usize {
     tok.encode_with_special(text).map_or(text.len(), |ids| ids.len())
 }
 
+/// Whether `text` has at most `most` text tokens ([`token_count`]); a short text is not
+/// tokenized.
+pub fn fits_tokens(tok: &TextTokenizer, text: &str, most: usize) -> bool {
+    surely_fits(text, most) || token_count(tok, text) <= most
+}
+
+/// Whether `text`, and so any piece of it, has at most `most` tokens by its length alone: the
+/// tokenizer's NFC normaliser leaves a text already in NFC unchanged (a piece of it too), and
+/// byte-level BPE gives every token at least one byte.
+fn surely_fits(text: &str, most: usize) -> bool {
+    text.len() <= most && is_nfc_quick(text.chars()) == IsNormalized::Yes
+}
+
+/// Pieces of a text up to this long (a word, a character of a script without spaces) are
+/// tokenized once however often they recur in it.
+const MEMO_BYTES: usize = 32;
+
 /// The segments a whole text is spoken in: [`split`] by text tokens, each trimmed of the
 /// spaces at its ends; segments of nothing but spaces are dropped.
 pub fn split_text(tok: &TextTokenizer, text: &str, budget_tokens: usize) -> Vec<String> {
-    let ranges = split(text, budget_tokens, &mut |s| token_count(tok, s));
-    ranges.into_iter().map(|r| text[r].trim()).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+    let trimmed = |r: Range<usize>| Some(text[r].trim()).filter(|s| !s.is_empty()).map(str::to_owned);
+    // No sum of its pieces' tokens can exceed the budget: `split` would give the whole text.
+    if surely_fits(text, budget_tokens) {
+        return trimmed(0..text.len()).into_iter().collect();
+    }
+    // A sentence too long for a segment is cut at its words, and words recur; longer pieces
+    // seldom do.
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    let ranges = split(text, budget_tokens, &mut |s| match counts.get(s) {
+        Some(&n) => n,
+        None if s.len() <= MEMO_BYTES => *counts.entry(s.to_owned()).or_insert(token_count(tok, s)),
+        None => token_count(tok, s),
+    });
+    ranges.into_iter().filter_map(trimmed).collect()
 }
 
 #[cfg(test)]
@@ -58,6 +92,54 @@ mod proptests;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checkpoint::tokenizer::tests::tokenizer;
+
+    /// [`split_text`] measuring every piece, however short the text.
+    pub(super) fn measured_split_text(tok: &TextTokenizer, text: &str, budget: usize) -> Vec<String> {
+        let ranges = split(text, budget, &mut |s| token_count(tok, s));
+        ranges.into_iter().map(|r| text[r].trim()).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn short_texts_are_cut_as_measured() {
+        let tok = tokenizer();
+        let texts = [
+            "Hello there.",
+            "  Hello there. How are you today? I am fine, thanks.  ",
+            "我们走吧，天黑了。明天再来。",
+            "Café au lait, s'il vous plaît. Grüße aus Köln!",
+            "東京 Tokyo 2024年 — Привет, мир! नमस्ते दुनिया। 😀👍🏽",
+            "e\u{301}tude \u{212B}ngstr\u{f6}m \u{958}",
+            "line one\nline two\n\n",
+            // A token per byte: digits are tokens of their own.
+            "1234567890",
+            "3.14159, 2.71828; 1.41421",
+            "",
+        ];
+        for text in texts {
+            let near = text.len().saturating_sub(3)..=text.len() + 1;
+            for budget in [0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233].into_iter().chain(near) {
+                let expected = measured_split_text(tok, text, budget);
+                assert_eq!(split_text(tok, text, budget), expected, "{text:?} in {budget}");
+                assert_eq!(fits_tokens(tok, text, budget), token_count(tok, text) <= budget, "{text:?}");
+            }
+        }
+        let long = texts[..5].concat().repeat(8);
+        for budget in [10, 40, 300, long.len()] {
+            assert_eq!(split_text(tok, &long, budget), measured_split_text(tok, &long, budget), "{budget}");
+        }
+    }
+
+    #[test]
+    fn a_text_in_nfc_has_no_more_tokens_than_bytes() {
+        let tok = tokenizer();
+        for text in ["a", " ", "\n\n", "don't", "😀👍🏽", "한국어", "ﷺ", "ﷺ'll"] {
+            assert!(surely_fits(text, text.len()), "{text:?} is in NFC");
+            assert!(token_count(tok, text) <= text.len(), "{text:?}");
+        }
+        assert!(!surely_fits("e\u{301}", 3), "not in NFC");
+        assert!(!surely_fits("\u{212B}", 3), "not in NFC");
+    }
 
     #[test]
     fn seeds_differ_per_segment_and_keep_the_first() {

@@ -1,10 +1,13 @@
 //! The splitter over random texts in many scripts: it keeps every character, never cuts a word
-//! of a script that separates words with spaces, and keeps every segment within the budget.
+//! of a script that separates words with spaces, and keeps every segment within the budget; and
+//! a text is cut by its tokens as if every piece of it were tokenized.
 
 use proptest::prelude::*;
 
 use super::boundary::is_word_char;
-use super::split;
+use super::tests::measured_split_text;
+use super::{split, split_text};
+use crate::checkpoint::tokenizer::tests::tokenizer;
 
 /// Letters of scripts with spaces between words, and of scripts without.
 const SPACED: &[(u32, u32)] = &[
@@ -54,6 +57,27 @@ fn text() -> impl Strategy<Value = String> {
     prop::collection::vec(item(), 0..120).prop_map(|items| items.concat())
 }
 
+/// A text of a few items, some of them not in NFC (the tokenizer normalises them), some of as
+/// many tokens as bytes (every digit is a token).
+fn short_text() -> impl Strategy<Value = String> {
+    let unnormalised =
+        prop::sample::select(&["e\u{301} ", "\u{212B} ", "\u{958}\u{93E} ", "\u{1100}\u{1161} "][..]);
+    let item = prop_oneof![
+        6 => item(),
+        1 => unnormalised.prop_map(str::to_owned),
+        2 => "[0-9]{1,12}[ ,.]",
+    ];
+    prop::collection::vec(item, 0..12).prop_map(|items| items.concat())
+}
+
+/// A [`short_text`] and a budget, often near its length in bytes.
+fn short_text_and_budget() -> impl Strategy<Value = (String, usize)> {
+    short_text().prop_flat_map(|text| {
+        let n = text.len();
+        (Just(text), prop_oneof![0..160usize, n.saturating_sub(8)..n + 8])
+    })
+}
+
 fn graphemes(s: &str) -> usize {
     unicode_segmentation::UnicodeSegmentation::graphemes(s, true).count()
 }
@@ -84,6 +108,12 @@ proptest! {
             // A vowel sign is never separated from its letter.
             prop_assert_ne!(after, '\u{93E}');
         }
+    }
+
+    #[test]
+    fn text_tokens_cut_as_every_piece_measured((text, budget) in short_text_and_budget()) {
+        let tok = tokenizer();
+        prop_assert_eq!(split_text(tok, &text, budget), measured_split_text(tok, &text, budget));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::boundary::{cuts, Level};
 /// text gives no ranges.
 pub fn split(text: &str, budget: usize, measure: &mut dyn FnMut(&str) -> usize) -> Vec<Range<usize>> {
     let mut packer = Packer { text, budget: budget.max(1), measure, out: Vec::new(), start: 0, size: 0 };
-    packer.pack(0..text.len(), Level::Sentence);
+    packer.pack(0..text.len(), Level::Sentence, None);
     if packer.start < text.len() {
         packer.out.push(packer.start..text.len());
     }
@@ -31,17 +31,22 @@ struct Packer<'a, 'm> {
 }
 
 impl Packer<'_, '_> {
-    fn pack(&mut self, range: Range<usize>, level: Level) {
+    /// Packs `range` cut at `level`; `measured` is the range's size when known already (a level
+    /// with no cut in the range gives it whole).
+    fn pack(&mut self, range: Range<usize>, level: Level, measured: Option<usize>) {
         let text = self.text;
         let mut from = range.start;
         let ends = cuts(&text[range.clone()], level).into_iter().map(|at| range.start + at);
         for to in ends.chain(std::iter::once(range.end)) {
             let unit = from..to;
             from = to;
-            let size = (self.measure)(&text[unit.clone()]);
+            let size = match measured {
+                Some(n) if unit == range => n,
+                _ => (self.measure)(&text[unit.clone()]),
+            };
             if size > self.budget {
                 if let Some(finer) = level.finer() {
-                    self.pack(unit, finer);
+                    self.pack(unit, finer, Some(size));
                     continue;
                 }
             }
@@ -151,6 +156,18 @@ mod tests {
         assert_eq!(segments(text, 12), ["alpha beta, ", "gamma delta ", "epsilon, ", "zeta. Eta."]);
         assert_eq!(segments("我们走吧，天黑了。", 5), ["我们走吧，", "天黑了。"]);
         assert_eq!(segments("一二三四五六七", 3), ["一二三", "四五六", "七"]);
+    }
+
+    #[test]
+    fn a_piece_is_measured_once_however_many_levels_find_no_cut_in_it() {
+        let mut measured = Vec::new();
+        let ranges = split("abcdefgh ijk", 4, &mut |s| {
+            measured.push(s.to_owned());
+            chars(s)
+        });
+        assert_eq!(ranges, [0..4, 4..8, 8..12]);
+        assert_eq!(measured.iter().filter(|s| *s == "abcdefgh ijk").count(), 1, "{measured:?}");
+        assert_eq!(measured.iter().filter(|s| *s == "abcdefgh ").count(), 1, "{measured:?}");
     }
 
     #[test]
