@@ -324,20 +324,13 @@ fn submit(engine: &mut Engine, t: &TickInput, rb: usize, gpu_idle: bool) -> Resu
     };
     let mut from = 0;
     for end in ends {
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("tick"),
-                timestamp_writes: None,
-            });
-            record_all(&plan.dispatches[from..end], &mut pass, &counts);
-        }
+        record_all(&plan.dispatches[from..end], &mut tick_pass(&mut encoder), &counts);
         q.submit(Some(encoder.finish()));
         encoder = new_encoder();
         from = end;
     }
     {
-        let mut pass = encoder
-            .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("tick"), timestamp_writes: None });
+        let mut pass = tick_pass(&mut encoder);
         match profiler {
             Some(p) => p.record(&plan.dispatches, &mut pass, &counts),
             None => record_all(&plan.dispatches[from..], &mut pass, &counts),
@@ -356,6 +349,10 @@ fn submit(engine: &mut Engine, t: &TickInput, rb: usize, gpu_idle: bool) -> Resu
     plan.readbacks[rb].copy_from_at(&mut encoder, &plan.bufs.grid_sync, plan.grid_sync_offset, 16);
     plan.readbacks[rb].copy_from_at(&mut encoder, engine.decoder.pcm(), plan.pcm_offset, pcm_bytes);
     Ok(q.submit(Some(encoder.finish())))
+}
+
+fn tick_pass(encoder: &mut wgpu::CommandEncoder) -> wgpu::ComputePass<'_> {
+    encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("tick"), timestamp_writes: None })
 }
 
 /// Waits for a tick's submission and reads its codes and samples, the grid barrier waits that

@@ -70,10 +70,9 @@ const MEMO_BYTES: usize = 32;
 /// The segments a whole text is spoken in: [`split`] by text tokens, each trimmed of the
 /// spaces at its ends; segments of nothing but spaces are dropped.
 pub fn split_text(tok: &TextTokenizer, text: &str, budget_tokens: usize) -> Vec<String> {
-    let trimmed = |r: Range<usize>| Some(text[r].trim()).filter(|s| !s.is_empty()).map(str::to_owned);
     // No sum of its pieces' tokens can exceed the budget: `split` would give the whole text.
     if surely_fits(text, budget_tokens) {
-        return trimmed(0..text.len()).into_iter().collect();
+        return trimmed(text, std::iter::once(0..text.len()));
     }
     // A sentence too long for a segment is cut at its words, and words recur; longer pieces
     // seldom do.
@@ -83,7 +82,13 @@ pub fn split_text(tok: &TextTokenizer, text: &str, budget_tokens: usize) -> Vec<
         None if s.len() <= MEMO_BYTES => *counts.entry(s.to_owned()).or_insert(token_count(tok, s)),
         None => token_count(tok, s),
     });
-    ranges.into_iter().filter_map(trimmed).collect()
+    trimmed(text, ranges)
+}
+
+/// The pieces of `text` at `ranges`, each trimmed of the spaces at its ends; pieces of nothing
+/// but spaces are dropped.
+fn trimmed(text: &str, ranges: impl IntoIterator<Item = Range<usize>>) -> Vec<String> {
+    ranges.into_iter().map(|r| text[r].trim()).filter(|s| !s.is_empty()).map(str::to_owned).collect()
 }
 
 #[cfg(test)]
@@ -96,8 +101,7 @@ mod tests {
 
     /// [`split_text`] measuring every piece, however short the text.
     pub(super) fn measured_split_text(tok: &TextTokenizer, text: &str, budget: usize) -> Vec<String> {
-        let ranges = split(text, budget, &mut |s| token_count(tok, s));
-        ranges.into_iter().map(|r| text[r].trim()).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+        trimmed(text, split(text, budget, &mut |s| token_count(tok, s)))
     }
 
     #[test]
