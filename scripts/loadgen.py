@@ -141,6 +141,8 @@ def main():
     ap.add_argument("--text-mode", choices=["whole", "streaming"],
                     help="open-loop: how the text enters the prompt (default: the server's for each transport)")
     ap.add_argument("--voice", default="ryan", help="open-loop: the voice every request uses")
+    ap.add_argument("--procs", type=int, default=1,
+                    help="open-loop: client processes the arrivals are spread over (one Poisson process each)")
     ap.add_argument("--key", help="open-loop: API key")
     ap.add_argument("--seed", type=int, default=0, help="open-loop: arrivals and texts")
     ap.add_argument("--ttfa-bound-ms", type=float, default=100, help="open-loop: the p95 TTFA bound")
@@ -160,7 +162,7 @@ def open_loop(args):
 
     rates = [float(r) for r in args.rates.split(",")]
     rows = asyncio.run(openloop.sweep(args.url, rates, args.duration, args.transport, args.voice, args.seed,
-                                      args.key, text_mode=args.text_mode))
+                                      args.key, text_mode=args.text_mode, procs=args.procs))
     best = openloop.best_rate(rows, args.ttfa_bound_ms)
     print(openloop.table(rows))
     print(f"highest rate with p95 TTFA <= {args.ttfa_bound_ms:g} ms and no underrun: {best}")

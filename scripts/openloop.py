@@ -16,13 +16,21 @@ Per request it measures, at the client:
   arrives; the sample at offset s then plays at first + s / 24000 s. A chunk whose first sample's
   play time has passed when it arrives is one underrun (counted once per late chunk).
 
+Beside them, per rate: the client's event-loop lag (how late a task sleeping 5 ms wakes: time
+the loop spent on other sockets while a first frame may have waited to be read; `--procs`
+spreads the arrivals over several client processes when it grows) and the server's own TTFA
+percentiles over the same interval, from its `lyre_ttfa_seconds` histogram (request received to
+first frame handed to the connection), where `/metrics` answers.
+
     python3 scripts/loadgen.py --url http://127.0.0.1:8080 --rates 5,10,20,40 --duration 30 \
         --transport ws --json out.json
 
 Needs `pip install websockets httpx`.
 """
 import asyncio
+import concurrent.futures
 import json
+import multiprocessing
 import os
 import random
 import time
@@ -147,12 +155,53 @@ async def http_request(client, url, text, frames, seed, voice, key=None, timeout
 
 
 async def run_rate(url, rate, duration, transport="ws", voice="ryan", seed=0, key=None, corpus=None,
-                   timeout=600, max_frames=None, text_mode=None):
+                   timeout=600, max_frames=None, text_mode=None, procs=1):
     """Poisson arrivals at `rate` per second for `duration` seconds; waits for every request.
-    `max_frames` caps each request's length (tests on slow adapters)."""
+    `max_frames` caps each request's length (tests on slow adapters). `procs` > 1 splits the
+    arrivals over that many client processes (each a Poisson process of rate / procs, so
+    together one of `rate`), for rates at which one Python event loop would be late to read
+    its sockets. The row also gives the client's event-loop lag and, where the server's
+    `/metrics` answers, the server's own TTFA percentiles over the same requests."""
+    before = await server_ttfa_buckets(url, key)
+    args = (url, rate / max(procs, 1), duration, transport, voice, seed, key, corpus, timeout, max_frames, text_mode)
+    if procs <= 1:
+        results, wall, lags = await _arrivals(*args)
+    else:
+        loop = asyncio.get_running_loop()
+        ctx = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(procs, mp_context=ctx) as pool:
+            parts = await asyncio.gather(*(
+                loop.run_in_executor(pool, _arrivals_in_process, args[:5] + (seed + PROC_SEED_STEP * p,) + args[6:])
+                for p in range(procs)))
+        results = [r for part in parts for r in part[0]]
+        wall = max(part[1] for part in parts)
+        lags = [lag for part in parts for lag in part[2]]
+    after = await server_ttfa_buckets(url, key)
+    row = summarize(results, rate, duration, transport, wall, text_mode)
+    row["procs"] = max(procs, 1)
+    lags_ms = [lag * 1e3 for lag in lags]
+    row["loop_lag_p99_ms"] = round(pct(lags_ms, 99), 2) if lags_ms else None
+    row["loop_lag_max_ms"] = round(max(lags_ms), 2) if lags_ms else None
+    for p in (50, 95, 99):
+        q = bucket_quantile(before, after, p / 100)
+        row[f"server_ttfa_p{p}_ms"] = None if q is None else round(q * 1e3, 2)
+    return row
+
+
+# Seeds of the client processes after the first (whose arrivals are those of one process).
+PROC_SEED_STEP = 7919
+# How often the lag monitor wakes, in seconds.
+LAG_PROBE_S = 0.005
+
+
+async def _arrivals(url, rate, duration, transport, voice, seed, key, corpus, timeout, max_frames, text_mode):
+    """Sends one Poisson process of requests; returns (results, wall seconds, event-loop lags)."""
     corpus = corpus or load_corpus()
     arrivals, texts = random.Random(seed), random.Random(seed + 1)
     tasks = []
+    lags = []
+    stop = asyncio.Event()
+    monitor = asyncio.create_task(_loop_lag(lags, stop))
     t0 = time.monotonic()
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     async with httpx.AsyncClient(limits=limits) as client:
@@ -174,11 +223,74 @@ async def run_rate(url, rate, duration, transport="ws", voice="ryan", seed=0, ke
             next_at += arrivals.expovariate(rate)
         results = await asyncio.gather(*tasks, return_exceptions=True)
     wall = time.monotonic() - t0
-    return summarize(results, rate, duration, transport, wall, text_mode)
+    stop.set()
+    await monitor
+    return results, wall, lags
+
+
+def _arrivals_in_process(args):
+    """`_arrivals` in a client process of its own; exceptions come back as their repr."""
+    results, wall, lags = asyncio.run(_arrivals(*args))
+    return [r if isinstance(r, dict) else repr(r) for r in results], wall, lags
+
+
+async def _loop_lag(lags, stop):
+    """How late the event loop wakes a task that sleeps LAG_PROBE_S: time the loop spent on
+    other work (reading sockets, parsing) while a frame may have waited to be read."""
+    while not stop.is_set():
+        t = time.monotonic()
+        await asyncio.sleep(LAG_PROBE_S)
+        lags.append(max(0.0, time.monotonic() - t - LAG_PROBE_S))
+
+
+async def server_ttfa_buckets(url, key=None):
+    """The server's `lyre_ttfa_seconds` histogram as {upper bound: cumulative count}, or None
+    where `/metrics` does not answer."""
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    try:
+        async with httpx.AsyncClient() as client:
+            r = await client.get(url.rstrip("/") + "/metrics", headers=headers, timeout=10)
+    except httpx.HTTPError:
+        return None
+    if r.status_code != 200:
+        return None
+    return parse_buckets(r.text, "lyre_ttfa_seconds")
+
+
+def parse_buckets(text, name):
+    buckets = {}
+    for line in text.splitlines():
+        if not line.startswith(name + "_bucket{"):
+            continue
+        labels, value = line.rsplit(" ", 1)
+        le = labels.split('le="', 1)[1].split('"', 1)[0]
+        buckets[float(le)] = float(value)
+    return buckets or None
+
+
+def bucket_quantile(before, after, q):
+    """The q-quantile of the observations between two scrapes of a cumulative histogram, found
+    as Prometheus's histogram_quantile does: linear within the bucket it falls in."""
+    if not after:
+        return None
+    bounds = sorted(after)
+    counts = [after[b] - (before or {}).get(b, 0.0) for b in bounds]
+    total = counts[-1]
+    if total <= 0:
+        return None
+    rank = q * total
+    lower, below = 0.0, 0.0
+    for bound, count in zip(bounds, counts):
+        if count >= rank:
+            if bound == float("inf"):
+                return lower
+            return lower + (bound - lower) * (rank - below) / max(count - below, 1e-12)
+        lower, below = bound, count
+    return lower
 
 
 def summarize(results, rate, duration, transport, wall, text_mode=None):
-    errors = [repr(r) for r in results if isinstance(r, Exception)]
+    errors = [r if isinstance(r, str) else repr(r) for r in results if not isinstance(r, dict)]
     ok = [r for r in results if isinstance(r, dict)]
     errors += [";".join(r["problems"]) for r in ok if r["problems"]]
     ttfa = [r["ttfa_ms"] for r in ok if "ttfa_ms" in r]
@@ -199,19 +311,22 @@ def summarize(results, rate, duration, transport, wall, text_mode=None):
 
 def table(rows):
     head = ("rps", "transport", "text_mode", "requests", "errors", "ttfa_p50", "ttfa_p95", "ttfa_p99", "rtf_p50",
-            "rtf_p99", "underruns", "late_streams")
+            "rtf_p99", "underruns", "late_streams", "srv_p95", "srv_p99", "lag_p99")
     lines = ["  ".join(f"{h:>10}" for h in head)]
     for r in rows:
         vals = (r["rate_rps"], r["transport"], r.get("text_mode", "default"), r["requests"], r["errors"], r["ttfa_p50_ms"], r["ttfa_p95_ms"],
-                r["ttfa_p99_ms"], r["rtf_p50"], r["rtf_p99"], r["underruns"], r["streams_with_underrun"])
+                r["ttfa_p99_ms"], r["rtf_p50"], r["rtf_p99"], r["underruns"], r["streams_with_underrun"],
+                r.get("server_ttfa_p95_ms"), r.get("server_ttfa_p99_ms"), r.get("loop_lag_p99_ms"))
         lines.append("  ".join(f"{v if v is not None else '-':>10}" for v in vals))
     return "\n".join(lines)
 
 
-async def sweep(url, rates, duration, transport="ws", voice="ryan", seed=0, key=None, pause_s=2.0, text_mode=None):
+async def sweep(url, rates, duration, transport="ws", voice="ryan", seed=0, key=None, pause_s=2.0, text_mode=None,
+                procs=1):
     rows = []
     for k, rate in enumerate(rates):
-        rows.append(await run_rate(url, rate, duration, transport, voice, seed + k, key, text_mode=text_mode))
+        rows.append(await run_rate(url, rate, duration, transport, voice, seed + k, key, text_mode=text_mode,
+                                   procs=procs))
         await asyncio.sleep(pause_s)
     return rows
 

@@ -12,7 +12,8 @@
 #                       --rates RATES over TRANSPORTS: the WebSocket, then streaming POST
 #                       /v1/audio/speech); SLACKS="0 default" also runs it with launch_slack_ms = 0,
 #                       FIRST_AUDIO="false default" with fast_first_audio off; TEXT_MODES="default
-#                       streaming" also sends every request with text_mode streaming;
+#                       streaming" also sends every request with text_mode streaming; PROCS="1 4"
+#                       also spreads the arrivals over four client processes;
 #                       SERVER_LYRE serves another build
 #   nvidia.sh peers     the official implementation's CUDA-graph loop, faster-qwen3-tts and
 #                       faster-qwen3-tts-batch (scripts/device/peers.py) on the same checkpoints
@@ -164,21 +165,25 @@ server() { # server DIR [SUFFIX]: lyre serve under open-loop load, files named w
   # One request at a time over each transport and text mode: what the prompt alone costs.
   PYTHONPATH=/tmp/site-load timeout 120 python3 scripts/ttfa_modes.py --url http://127.0.0.1:$port \
     --voice "${VOICE:-ryan}" --json "$OUT/ttfa-modes$sfx.json" 2>&1 | tee "$OUT/ttfa-modes$sfx.txt"
-  local t mode tm
+  local t mode tm procs
+  for procs in ${PROCS:-1}; do
   for t in ${TRANSPORTS:-ws http}; do
     for mode in ${TEXT_MODES:-default}; do
       # TEXT_MODES="default streaming": also each transport with the text fed a token per frame
       # (files suffixed -tmstreaming; HTTP's default puts the whole text in the prompt).
+      # PROCS="1 4": also with the arrivals spread over four client processes (-p4).
       tm=()
       [ "$mode" = default ] || tm=(--text-mode "$mode")
       local f="load-$t$sfx${tm:+-tm$mode}"
+      [ "$procs" = 1 ] || f+="-p$procs"
       PYTHONPATH=/tmp/site-load timeout 400 python3 scripts/loadgen.py --url http://127.0.0.1:$port \
         --rates "${RATES:-5,10,20,40}" --duration "${DURATION:-30}" --transport "$t" --voice "${VOICE:-ryan}" \
-        "${tm[@]}" --json "$OUT/$f.json" 2>&1 | tee "$OUT/$f.txt"
+        --procs "$procs" "${tm[@]}" --json "$OUT/$f.json" 2>&1 | tee "$OUT/$f.txt"
       save
     done
   done
-  get localhost:$port/metrics | grep -E "^lyre_(tick|session|queue|launch|prompt_ticks|batch_size)" | head -40 > "$OUT/server-metrics$sfx.txt"
+  done
+  get localhost:$port/metrics | grep -E "^lyre_(tick|session|queue|launch|prompt_ticks|batch_size|ttfa)" | head -80 > "$OUT/server-metrics$sfx.txt"
   kill "$pid"; wait "$pid" 2>/dev/null
 }
 

@@ -31,6 +31,33 @@ def test_open_loop_mixed_transports_accounts_for_every_request(server):
     assert row["rtf_p50"] is not None
 
 
+def test_client_processes_and_the_servers_own_ttfa(server):
+    """Arrivals spread over two client processes still account for every request, and the row
+    carries the server's TTFA percentiles over the same requests (from `/metrics`, read before and
+    after) and the clients' event-loop lag."""
+    row = asyncio.run(openloop.run_rate(server.url, rate=3.0, duration=2.0, transport="ws", voice="vivian",
+                                        seed=11, max_frames=2, procs=2))
+    assert row["procs"] == 2 and row["requests"] >= 2 and row["errors"] == 0, row
+    assert abs(row["audio_s"] - row["requests"] * 0.16) < 1e-6, row
+    assert 0 < row["server_ttfa_p50_ms"] <= row["server_ttfa_p95_ms"] <= row["server_ttfa_p99_ms"], row
+    # The server hands a frame over before the client reads it: its median is no later than the
+    # client's slowest (the buckets' interpolation is within one bucket).
+    assert row["server_ttfa_p50_ms"] <= row["ttfa_p99_ms"] + 2.5, row
+    assert row["loop_lag_p99_ms"] is not None and row["loop_lag_max_ms"] >= row["loop_lag_p99_ms"] >= 0, row
+
+
+def test_histogram_quantile_between_two_scrapes():
+    before = {0.01: 0, 0.02: 1, 0.05: 2, float("inf"): 2}
+    after = {0.01: 1, 0.02: 5, 0.05: 10, float("inf"): 10}
+    # Eight observations between the scrapes: 1 under 10 ms, 3 in 10-20, 4 in 20-50.
+    assert openloop.bucket_quantile(before, after, 0.5) == 0.02
+    assert abs(openloop.bucket_quantile(before, after, 0.75) - 0.035) < 1e-12
+    assert openloop.bucket_quantile(after, after, 0.5) is None, "nothing observed between them"
+    assert openloop.bucket_quantile(None, None, 0.5) is None
+    text = 'lyre_ttfa_seconds_bucket{le="0.005"} 3\nlyre_ttfa_seconds_bucket{le="+Inf"} 4\nlyre_ttfa_seconds_sum 1\n'
+    assert openloop.parse_buckets(text, "lyre_ttfa_seconds") == {0.005: 3.0, float("inf"): 4.0}
+
+
 def test_playback_counts_chunks_that_arrive_after_their_play_time():
     play = openloop.Playback(t_sent=0.0)
     play.chunk(3840, 1.00)   # first frame: playback starts, 80 ms of audio

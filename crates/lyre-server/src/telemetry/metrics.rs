@@ -51,7 +51,7 @@ pub const SERIES: &[(&str, Kind, &str)] = &[
     ),
     ("lyre_tick_seconds", Kind::Histogram, "Duration of one GPU tick (every live session advances one frame)."),
     ("lyre_batch_size", Kind::Histogram, "Sessions advanced together in one GPU tick."),
-    ("lyre_ttfa_seconds", Kind::Histogram, "Time from a session's admission to its first audio frame."),
+    ("lyre_ttfa_seconds", Kind::Histogram, "Time from a request reaching the scheduler (queue wait included) to its first audio frame."),
     ("lyre_queue_wait_seconds", Kind::Histogram, "Time a session waited in the queue for a GPU slot."),
     (
         "lyre_request_duration_seconds",
@@ -74,6 +74,15 @@ pub fn count_frame() {
     AUDIO_FRAMES.fetch_add(1, Ordering::Relaxed);
 }
 
+/// Time-to-first-audio buckets: every 2.5 ms to 60 ms and every 5 ms to 100 ms, where the
+/// targets and the tail of a loaded server lie (a percentile read from them is within a
+/// millisecond or two), then coarser to 10 s.
+fn ttfa_buckets() -> Vec<f64> {
+    let fine = (1..=24).map(|i| f64::from(i) * 0.0025);
+    let mid = (13..=20).map(|i| f64::from(i) * 0.005);
+    fine.chain(mid).chain([0.15, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 10.0]).collect()
+}
+
 /// Installs the global recorder (latency histograms in seconds; batch sizes in sessions) and
 /// describes every series. `None` when a recorder is already installed (e.g. in tests).
 pub fn install() -> Result<Option<PrometheusHandle>, BuildError> {
@@ -83,6 +92,7 @@ pub fn install() -> Result<Option<PrometheusHandle>, BuildError> {
             Matcher::Full("lyre_batch_size".into()),
             &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0],
         )?
+        .set_buckets_for_metric(Matcher::Full("lyre_ttfa_seconds".into()), &ttfa_buckets())?
         .set_buckets_for_metric(
             Matcher::Full("lyre_request_duration_seconds".into()),
             &[0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0],
@@ -141,6 +151,17 @@ mod tests {
         for &(name, _, help) in SERIES {
             assert!(name.starts_with("lyre_") && help.ends_with('.'), "{name}: {help}");
         }
+    }
+
+    #[test]
+    fn ttfa_buckets_rise_in_fine_steps_through_the_targets() {
+        let b = ttfa_buckets();
+        assert!(b.windows(2).all(|w| w[0] < w[1]), "{b:?}");
+        let step_below =
+            |limit: f64| b.windows(2).filter(|w| w[1] <= limit).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+        assert!(step_below(0.06) <= 0.0025 + 1e-9 && step_below(0.1) <= 0.005 + 1e-9);
+        assert!(b.iter().any(|&x| (x - 0.04).abs() < 1e-9), "a bound at the 40-ms target");
+        assert_eq!(b.last(), Some(&10.0));
     }
 
     /// Every series recorded anywhere in the server's source is listed in [`SERIES`].
