@@ -167,16 +167,22 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         let b = batch.max(1);
         let mut r = run_one(&mut engine, &model, &text, b, args.context, args.frames.max(1), false)?;
         let repeats = if b <= 64 { args.ttfa_runs.max(1) } else { 1 };
-        let mut firsts = vec![(r.ttfa_ms, r.start_ms, r.first_wait_ms, r.first_launch_ms)];
-        for _ in 1..repeats {
-            let again = run_one(&mut engine, &model, &text, b, 0, 1, false)?;
-            firsts.push((again.ttfa_ms, again.start_ms, again.first_wait_ms, again.first_launch_ms));
-        }
-        r.ttfa_runs_ms = firsts.iter().map(|f| f.0).collect();
-        r.ttfa_ms = median(firsts.iter().map(|f| f.0));
-        r.start_ms = median(firsts.iter().map(|f| f.1));
-        r.first_wait_ms = median(firsts.iter().map(|f| f.2));
-        r.first_launch_ms = median(firsts.iter().map(|f| f.3));
+        let again = (1..repeats)
+            .map(|_| run_one(&mut engine, &model, &text, b, 0, 1, false))
+            .collect::<Result<Vec<_>, _>>()?;
+        let firsts =
+            |part: fn(&Run) -> f64| std::iter::once(&r).chain(&again).map(part).collect::<Vec<f64>>();
+        let (ttfa, start, wait, launch) = (
+            firsts(|f| f.ttfa_ms),
+            firsts(|f| f.start_ms),
+            firsts(|f| f.first_wait_ms),
+            firsts(|f| f.first_launch_ms),
+        );
+        r.ttfa_ms = median(ttfa.iter().copied());
+        r.ttfa_runs_ms = ttfa;
+        r.start_ms = median(start.into_iter());
+        r.first_wait_ms = median(wait.into_iter());
+        r.first_launch_ms = median(launch.into_iter());
         if engine.set_profiling(true) {
             let p = run_one(&mut engine, &model, &text, b, args.context, args.frames.clamp(1, 10), true)?;
             r.prefill_ms = p.prefill_ms;
