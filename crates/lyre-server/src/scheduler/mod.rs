@@ -12,6 +12,7 @@ mod launch_pacer;
 mod session_engine;
 mod sessions;
 mod shared;
+mod text_backlog;
 mod worker;
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use super::launch_pacer::LaunchPacer;
 use super::session_engine::SessionEngine;
 use super::sessions::{Live, SessionTable};
 use super::shared::Shared;
+use super::text_backlog::TextBacklog;
 use crate::errors::{ErrorCode, Failure};
 
 #[derive(Debug, Clone)]
@@ -80,6 +81,8 @@ pub(super) struct Worker<E> {
     commands: Receiver<Command>,
     shared: Arc<Shared>,
     sessions: SessionTable,
+    /// Streamed text not yet handed to the engine (see `text_backlog`).
+    text: TextBacklog,
     consecutive_errors: u32,
     ticks: u64,
     pub(super) pacer: LaunchPacer,
@@ -94,6 +97,7 @@ impl<E: SessionEngine> Worker<E> {
             commands,
             shared,
             sessions: SessionTable::default(),
+            text: TextBacklog::default(),
             consecutive_errors: 0,
             ticks: 0,
             pacer: LaunchPacer::new(Duration::ZERO),
@@ -109,7 +113,7 @@ impl<E: SessionEngine> Worker<E> {
         self.shared.ready.store(true, Ordering::SeqCst);
         tracing::info!("GPU worker ready");
         loop {
-            if !self.engine.has_work() && !self.wait_for_command() {
+            if !self.engine.has_work() && self.text.is_empty() && !self.wait_for_command() {
                 return Ok(());
             }
             if !self.turn() {
@@ -130,12 +134,14 @@ impl<E: SessionEngine> Worker<E> {
     /// One round without blocking: apply every waiting command, fill free slots from the queue,
     /// and step the engine if some session can make a frame. False means stop.
     pub(super) fn turn(&mut self) -> bool {
+        self.text.new_turn();
         while let Ok(cmd) = self.commands.try_recv() {
             if !self.handle(cmd) {
                 return false;
             }
         }
         self.admit();
+        self.take_text();
         if self.engine.has_work() {
             if !self.hold_launch() {
                 return false;
@@ -161,6 +167,7 @@ impl<E: SessionEngine> Worker<E> {
                         return false;
                     }
                     self.admit();
+                    self.take_text();
                 }
                 Err(_) => break,
             }
@@ -200,11 +207,23 @@ impl<E: SessionEngine> Worker<E> {
         true
     }
 
+    /// Text for a session: kept with it while it waits for a slot, else queued for the engine.
     fn text_op(&mut self, sid: u64, op: TextOp) {
         if let Some(p) = self.sessions.queued_mut(sid) {
             p.text_ops.push(op);
-            return;
+        } else if self.sessions.live(sid).is_some() {
+            self.text.push(sid, op);
         }
+    }
+
+    /// Hands the engine the text waiting for it, as much as this turn allows.
+    fn take_text(&mut self) {
+        while let Some((sid, op)) = self.text.next() {
+            self.apply_text(sid, op);
+        }
+    }
+
+    fn apply_text(&mut self, sid: u64, op: TextOp) {
         let Some(live) = self.sessions.live(sid) else { return };
         let id = live.engine_id;
         let result = match op {
@@ -247,7 +266,7 @@ impl<E: SessionEngine> Worker<E> {
             self.shared.active.fetch_sub(1, Ordering::SeqCst);
             return;
         }
-        if let Some(live) = self.sessions.remove_live(sid) {
+        if let Some(live) = self.remove_live(sid) {
             self.engine.cancel(live.engine_id);
             self.ended("cancelled");
         }
@@ -378,7 +397,7 @@ impl<E: SessionEngine> Worker<E> {
                 );
                 return self.fail(sid, failure);
             }
-            let live = self.sessions.remove_live(sid).expect("present above");
+            let live = self.remove_live(sid).expect("present above");
             let elapsed_ms = live.received.elapsed().as_secs_f64() * 1e3;
             let ev = match reason {
                 FinishReason::EmptyText => {
@@ -402,7 +421,7 @@ impl<E: SessionEngine> Worker<E> {
     /// the client for a long while, and tells it (`slow_consumer`, from the handle) only if it
     /// reads again.
     fn drop_slow(&mut self, sid: u64) {
-        if let Some(live) = self.sessions.remove_live(sid) {
+        if let Some(live) = self.remove_live(sid) {
             self.engine.cancel(live.engine_id);
             live.span.in_scope(|| tracing::warn!(sid, "client too slow; session cancelled"));
             live.too_slow.store(true, Ordering::SeqCst);
@@ -413,11 +432,17 @@ impl<E: SessionEngine> Worker<E> {
 
     /// Ends a live session with an error event; the handler that passes it on counts it.
     fn fail(&mut self, sid: u64, failure: Failure) {
-        if let Some(live) = self.sessions.remove_live(sid) {
+        if let Some(live) = self.remove_live(sid) {
             self.engine.cancel(live.engine_id);
             let _ = live.sink.try_send(SessionEvent::Error(failure));
             self.ended("failed");
         }
+    }
+
+    /// Takes a session out of the live table, with any of its text still waiting.
+    fn remove_live(&mut self, sid: u64) -> Option<Live> {
+        self.text.forget(sid);
+        self.sessions.remove_live(sid)
     }
 
     fn ended(&mut self, outcome: &'static str) {

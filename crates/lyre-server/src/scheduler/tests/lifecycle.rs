@@ -119,3 +119,46 @@ fn shutdown_with_live_sessions_tells_them_and_stops_the_worker() {
     assert_eq!(h.engine().sessions.len(), 0, "every engine slot was freed");
     assert_eq!(h.counts().0, 0);
 }
+
+/// A long streamed text reaches the engine a few kilobytes a turn, in order with the `end`
+/// sent after it, while the session's frames keep coming every turn.
+#[test]
+fn long_streamed_text_reaches_the_engine_over_several_turns() {
+    let mut h = harness(1, 0);
+    let mut a = h.submit(streamed(10_000));
+    let words: Vec<String> = (0..4000).map(|i| format!("w{i}")).collect();
+    let text = words.join(" ");
+    assert!(text.len() > 20_000);
+    a.append_text(text).unwrap();
+    a.end_text().unwrap();
+    h.turn();
+    let first = h.engine().session("streamed").words.len();
+    assert!(first > 0 && first < words.len() / 4, "{first} words in the first turn");
+    let mut turns = 1;
+    while !h.engine().session("streamed").text_ended {
+        h.turn();
+        turns += 1;
+        assert!(turns < 40, "the text never ended");
+    }
+    assert!(turns >= 10, "about 2 kB a turn: {turns} turns");
+    assert_eq!(h.engine().session("streamed").words, words);
+    let frames = seen(&mut a).iter().filter(|s| matches!(s, Seen::Frame(_))).count();
+    assert_eq!(frames, turns, "a frame every turn while the text came in");
+}
+
+/// A session cancelled with text still waiting: the rest never reaches the engine.
+#[test]
+fn a_cancelled_sessions_waiting_text_is_dropped() {
+    let mut h = harness(2, 0);
+    let mut a = h.submit(streamed(10_000));
+    a.append_text("word ".repeat(5000)).unwrap();
+    h.turn();
+    let id = h.engine().id_of("streamed");
+    a.cancel();
+    h.turn();
+    assert_eq!(h.engine().cancelled, [id]);
+    let b = h.submit(streamed(10));
+    b.append_text("fresh start".into()).unwrap();
+    h.turn();
+    assert_eq!(h.engine().session("streamed").words, ["fresh", "start"]);
+}
