@@ -77,6 +77,24 @@ def test_text_in_pieces_equals_text_whole(server):
     assert streamed == whole and len(whole) > 0
 
 
+def test_a_long_message_is_spoken_as_the_same_text_in_small_pieces(server):
+    """A text message of 20 kB (the worker hands it to the engine 2 KiB a turn) starts the same
+    audio as the same text sent a few words at a time."""
+    long = " ".join([TEXT] * (20_000 // len(TEXT) + 1))
+    assert len(long.encode()) > 20_000
+    words = long.split(" ")
+    pieces = [" ".join(words[i:i + 60]) + " " for i in range(0, len(words), 60)]
+    pieces[-1] = pieces[-1].rstrip()
+    assert "".join(pieces) == long
+    base = {"voice": "ryan", "greedy": True, "codes": True, "max_frames": 12}
+    _, at_once, done1, _ = run(stream(server, base, pieces=[long]))
+    # Under the socket's 50 messages a second.
+    _, in_pieces, done2, _ = run(stream(server, base, pieces=pieces, gap=0.03))
+    assert done1["type"] == done2["type"] == "done", (done1, done2)
+    assert done1["frames"] == done2["frames"] == 12
+    assert at_once == in_pieces and len(at_once) == 12
+
+
 def test_sixteen_concurrent_sessions_equal_their_solo_runs(server):
     voices = ["vivian", "ryan", "serena", "aiden", "dylan", "eric", "sohee", "ono_anna"]
     starts = [{"voice": voices[i % 8], "greedy": True, "codes": True, "max_frames": 12 + i,
