@@ -14,6 +14,7 @@ use lyre_engine::checkpoint::ModelDir;
 use lyre_engine::gpu::{GpuContext, GpuOptions};
 use lyre_engine::prompt::{TextMode, VoiceSpec};
 use lyre_engine::sampling::SamplingParams;
+use lyre_engine::segment::pieces_after_spaces;
 use lyre_engine::{Engine, EngineOptions, EngineTuning, SessionId, SessionRequest, TextInput};
 
 const SENTENCE: &str =
@@ -29,23 +30,6 @@ fn model_dir() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
     shared.join("fixtures/tiny-custom-voice")
-}
-
-/// Pieces of at most PIECE_BYTES, each ending after a space.
-fn pieces(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while rest.len() > PIECE_BYTES {
-        let mut end = PIECE_BYTES;
-        while !rest.is_char_boundary(end) {
-            end -= 1;
-        }
-        let cut = rest[..end].rfind(' ').map_or(end, |i| i + 1);
-        out.push(&rest[..cut]);
-        rest = &rest[cut..];
-    }
-    out.push(rest);
-    out
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -86,7 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         engine.cancel(id);
         let id = fresh(&mut engine)?;
         let (mut worst, t) = (0f64, Instant::now());
-        for piece in pieces(&text) {
+        for piece in pieces_after_spaces(&text, PIECE_BYTES) {
             let p = Instant::now();
             engine.append_text(id, piece)?;
             worst = worst.max(p.elapsed().as_secs_f64() * 1e3);

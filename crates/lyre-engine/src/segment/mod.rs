@@ -85,6 +85,33 @@ pub fn split_text(tok: &TextTokenizer, text: &str, budget_tokens: usize) -> Vec<
     trimmed(text, ranges)
 }
 
+/// `text` in consecutive pieces of at most `max_bytes` (at least 8), each ending just after a
+/// whitespace character where one falls in its second half, else at a character boundary (a
+/// long run with no space). Their concatenation is `text`.
+pub fn pieces_after_spaces(text: &str, max_bytes: usize) -> Vec<&str> {
+    let max_bytes = max_bytes.max(8);
+    let mut out = Vec::new();
+    let mut rest = text;
+    while rest.len() > max_bytes {
+        let mut end = max_bytes;
+        while !rest.is_char_boundary(end) {
+            end -= 1;
+        }
+        let cut = rest[..end]
+            .char_indices()
+            .rev()
+            .take_while(|&(i, _)| i >= max_bytes / 2)
+            .find(|(_, c)| c.is_whitespace())
+            .map_or(end, |(i, c)| i + c.len_utf8());
+        out.push(&rest[..cut]);
+        rest = &rest[cut..];
+    }
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
+
 /// The pieces of `text` at `ranges`, each trimmed of the spaces at its ends; pieces of nothing
 /// but spaces are dropped.
 fn trimmed(text: &str, ranges: impl IntoIterator<Item = Range<usize>>) -> Vec<String> {
@@ -98,6 +125,26 @@ mod proptests;
 mod tests {
     use super::*;
     use crate::checkpoint::tokenizer::tests::tokenizer;
+
+    #[test]
+    fn pieces_end_after_spaces_and_rejoin_exactly() {
+        let sentence = "Die Straße nach Zürich ist lang — 長い道のり. ";
+        for text in [
+            sentence.repeat(300),
+            "x".repeat(5000),
+            "é".repeat(3001),
+            format!("{} {}", "a".repeat(3000), "b"),
+        ] {
+            let pieces = pieces_after_spaces(&text, 2048);
+            assert_eq!(pieces.concat(), text);
+            assert!(pieces.iter().all(|p| !p.is_empty() && p.len() <= 2048), "{}", pieces.len());
+        }
+        let text = sentence.repeat(300);
+        let pieces = pieces_after_spaces(&text, 2048);
+        assert!(pieces[..pieces.len() - 1].iter().all(|p| p.ends_with(char::is_whitespace)));
+        assert_eq!(pieces_after_spaces("short", 2048), ["short"]);
+        assert!(pieces_after_spaces("", 2048).is_empty());
+    }
 
     /// [`split_text`] measuring every piece, however short the text.
     pub(super) fn measured_split_text(tok: &TextTokenizer, text: &str, budget: usize) -> Vec<String> {

@@ -12,6 +12,8 @@
 
 use std::collections::VecDeque;
 
+use lyre_engine::segment::pieces_after_spaces;
+
 use super::command::TextOp;
 
 /// Text the engine takes in one piece, at most (a little more when no space comes sooner).
@@ -31,7 +33,7 @@ impl TextBacklog {
     pub fn push(&mut self, sid: u64, op: TextOp) {
         match op {
             TextOp::Append(text) if text.len() > CHUNK_BYTES => {
-                for piece in chunks(&text) {
+                for piece in pieces_after_spaces(&text, CHUNK_BYTES) {
                     self.ops.push_back((sid, TextOp::Append(piece.to_string())));
                 }
             }
@@ -67,32 +69,6 @@ impl TextBacklog {
     }
 }
 
-/// `text` in pieces of at most [`CHUNK_BYTES`], each ending just after a whitespace character
-/// where one falls in its second half, else at a character boundary (a long run with no space).
-fn chunks(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while rest.len() > CHUNK_BYTES {
-        let mut end = CHUNK_BYTES;
-        while !rest.is_char_boundary(end) {
-            end -= 1;
-        }
-        let head = &rest[..end];
-        let cut = head
-            .char_indices()
-            .rev()
-            .take_while(|&(i, _)| i >= CHUNK_BYTES / 2)
-            .find(|(_, c)| c.is_whitespace())
-            .map_or(end, |(i, c)| i + c.len_utf8());
-        out.push(&rest[..cut]);
-        rest = &rest[cut..];
-    }
-    if !rest.is_empty() {
-        out.push(rest);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,25 +78,6 @@ mod tests {
             TextOp::Append(t) => t,
             _ => panic!("not an append"),
         }
-    }
-
-    #[test]
-    fn long_text_is_cut_after_spaces_and_rejoins_exactly() {
-        let sentence = "Die Straße nach Zürich ist lang — 長い道のり. ";
-        for text in [
-            sentence.repeat(300),
-            "x".repeat(5000),
-            "é".repeat(3001),
-            format!("{} {}", "a".repeat(3000), "b"),
-        ] {
-            let pieces = chunks(&text);
-            assert_eq!(pieces.concat(), text);
-            assert!(pieces.iter().all(|p| !p.is_empty() && p.len() <= CHUNK_BYTES), "{:?}", pieces.len());
-            if text.contains(' ') && text.starts_with("Die") {
-                assert!(pieces[..pieces.len() - 1].iter().all(|p| p.ends_with(char::is_whitespace)));
-            }
-        }
-        assert_eq!(chunks("short"), ["short"]);
     }
 
     #[test]
