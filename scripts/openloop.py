@@ -163,16 +163,20 @@ async def run_rate(url, rate, duration, transport="ws", voice="ryan", seed=0, ke
     its sockets. The row also gives the client's event-loop lag and, where the server's
     `/metrics` answers, the server's own TTFA percentiles over the same requests."""
     before = await server_ttfa_buckets(url, key)
-    args = (url, rate / max(procs, 1), duration, transport, voice, seed, key, corpus, timeout, max_frames, text_mode)
+
+    def args(process):
+        """`_arrivals`' arguments for client process `process` (0: the one-process arrivals)."""
+        return (url, rate / max(procs, 1), duration, transport, voice, seed + PROC_SEED_STEP * process, key, corpus,
+                timeout, max_frames, text_mode)
+
     if procs <= 1:
-        results, wall, lags = await _arrivals(*args)
+        results, wall, lags = await _arrivals(*args(0))
     else:
         loop = asyncio.get_running_loop()
         ctx = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(procs, mp_context=ctx) as pool:
-            parts = await asyncio.gather(*(
-                loop.run_in_executor(pool, _arrivals_in_process, args[:5] + (seed + PROC_SEED_STEP * p,) + args[6:])
-                for p in range(procs)))
+            parts = await asyncio.gather(*(loop.run_in_executor(pool, _arrivals_in_process, args(p))
+                                           for p in range(procs)))
         results = [r for part in parts for r in part[0]]
         wall = max(part[1] for part in parts)
         lags = [lag for part in parts for lag in part[2]]
