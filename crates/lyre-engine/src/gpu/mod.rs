@@ -10,5 +10,6 @@ mod plan;
 
 pub use buffer::{read_buffer, Readback};
 pub use context::{AdapterSummary, GpuContext, GpuOptions, ShaderChecks};
+pub use coop::COOP_WORKGROUP_BYTES;
 pub use pipeline::KernelSource;
 pub use plan::{part_ends, record_all, run_now, Alternative, Dispatch, Extent, Grid, RowCount, RowCounts};

@@ -44,6 +44,8 @@ pub(crate) struct PendingStart {
     pub too_slow: Arc<AtomicBool>,
     pub span: tracing::Span,
     pub received: Instant,
+    /// When the worker took the request into its queue (set by `SessionTable::enqueue`).
+    pub queued_at: Instant,
     /// Text that arrived while the session waited for a slot.
     pub text_ops: Vec<TextOp>,
     /// How fast the client plays the audio (the request's `speed`; 1: as made).

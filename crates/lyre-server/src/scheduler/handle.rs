@@ -85,13 +85,15 @@ impl Scheduler {
         let sid = self.next_sid.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel(s.event_buffer.max(4));
         let too_slow = Arc::new(AtomicBool::new(false));
+        let now = Instant::now();
         let start = PendingStart {
             sid,
             request,
             sink: tx,
             too_slow: too_slow.clone(),
             span,
-            received: Instant::now(),
+            received: now,
+            queued_at: now,
             text_ops: Vec::new(),
             playback_speed,
         };

@@ -41,7 +41,8 @@ pub(super) struct SessionTable {
 }
 
 impl SessionTable {
-    pub fn enqueue(&mut self, start: Box<PendingStart>) {
+    pub fn enqueue(&mut self, mut start: Box<PendingStart>) {
+        start.queued_at = Instant::now();
         self.queue.push_back(start);
     }
 

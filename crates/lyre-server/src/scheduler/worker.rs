@@ -276,7 +276,17 @@ impl<E: SessionEngine> Worker<E> {
     fn admit(&mut self) {
         while self.sessions.live_len() < self.shared.max_live {
             let Some(p) = self.sessions.next_queued() else { break };
-            let PendingStart { sid, request, sink, too_slow, span, received, text_ops, playback_speed } = *p;
+            let PendingStart {
+                sid,
+                request,
+                sink,
+                too_slow,
+                span,
+                received,
+                queued_at,
+                text_ops,
+                playback_speed,
+            } = *p;
             let id = match self.engine.start(request) {
                 Ok(id) => id,
                 Err(e) => {
@@ -285,8 +295,11 @@ impl<E: SessionEngine> Worker<E> {
                     continue;
                 }
             };
+            // The client hears of the whole wait; the metric counts only the wait for a slot
+            // (before the worker took the request it may have been finishing a tick, which
+            // lyre_ttfa_seconds shows).
             let queued_ms = received.elapsed().as_secs_f64() * 1e3;
-            metrics::histogram!("lyre_queue_wait_seconds").record(queued_ms / 1e3);
+            metrics::histogram!("lyre_queue_wait_seconds").record(queued_at.elapsed().as_secs_f64());
             let _ = sink.try_send(SessionEvent::Started { queued_ms });
             span.in_scope(|| tracing::debug!(sid, queued_ms, "session started"));
             let live = Live {

@@ -52,7 +52,7 @@ pub const SERIES: &[(&str, Kind, &str)] = &[
     ("lyre_tick_seconds", Kind::Histogram, "Duration of one GPU tick (every live session advances one frame)."),
     ("lyre_batch_size", Kind::Histogram, "Sessions advanced together in one GPU tick."),
     ("lyre_ttfa_seconds", Kind::Histogram, "Time from a request reaching the scheduler (queue wait included) to its first audio frame."),
-    ("lyre_queue_wait_seconds", Kind::Histogram, "Time a session waited in the queue for a GPU slot."),
+    ("lyre_queue_wait_seconds", Kind::Histogram, "Time a session waited for a GPU slot once the worker had taken it."),
     (
         "lyre_request_duration_seconds",
         Kind::Histogram,

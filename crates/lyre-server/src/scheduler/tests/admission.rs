@@ -81,3 +81,48 @@ fn a_stopped_worker_refuses_with_worker_stopped() {
     assert_eq!((f.code, f.status()), (ErrorCode::WorkerStopped, 503));
     assert_eq!(scheduler.shared.active.load(Ordering::SeqCst), 0);
 }
+
+/// `lyre_queue_wait_seconds` as recorded on this thread while `f` runs, in recording order.
+fn queue_waits_during(f: impl FnOnce()) -> Vec<f64> {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, f);
+    let mut waits = Vec::new();
+    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+        if let (DebugValue::Histogram(v), "lyre_queue_wait_seconds") = (value, key.key().name()) {
+            waits.extend(v.into_iter().map(|x| x.into_inner()));
+        }
+    }
+    waits
+}
+
+/// A request that arrives while the worker is busy (here: asleep between turns) with a slot
+/// free does not count as queued for a slot; the client's `queued_ms` still tells the whole
+/// wait. One that waits for a slot counts the turns it waited.
+#[test]
+fn the_queue_wait_metric_counts_the_wait_for_a_slot_only() {
+    let mut h = harness(1, 2);
+    let busy = std::time::Duration::from_millis(150);
+    let mut a = h.submit(whole("a", 2));
+    let waits = queue_waits_during(|| {
+        std::thread::sleep(busy);
+        h.turn();
+    });
+    assert_eq!(waits.len(), 1);
+    assert!(waits[0] < 0.075, "a free slot was taken at once, yet {:.3} s were recorded", waits[0]);
+    let Some(Some(SessionEvent::Started { queued_ms })) = a.recv().now_or_never() else {
+        panic!("a did not start")
+    };
+    assert!(queued_ms >= 150.0, "the client is told of the whole wait: {queued_ms} ms");
+
+    let mut b = h.submit(whole("b", 1));
+    let waits = queue_waits_during(|| {
+        h.turn(); // a's second and last frame; b waits for its slot
+        std::thread::sleep(busy);
+        h.turn(); // b starts
+    });
+    assert_eq!(seen(&mut b)[0], Seen::Started);
+    assert_eq!(waits.len(), 1);
+    assert!(waits[0] >= 0.15, "b waited a turn for a's slot, yet {:.3} s were recorded", waits[0]);
+}
