@@ -25,18 +25,15 @@ import time
 import httpx
 import websockets
 
+import openloop
+from openloop import pct
+
 SAMPLES_PER_FRAME = 1920
 TEXT = "Hello world, this is a test of the streaming server."
 
 
 def ws_url(url):
     return url.replace("http://", "ws://").rstrip("/") + "/v1/tts/stream"
-
-
-def pct(values, p):
-    """Nearest-rank percentile (p in 0..100) of a non-empty list."""
-    values = sorted(values)
-    return values[min(len(values) - 1, max(0, int(round(p / 100 * len(values) + 0.5)) - 1))]
 
 
 async def ws_session(url, seed, frames, text=TEXT, voice="ryan", close_after=None, timeout=600):
@@ -158,8 +155,6 @@ def main():
 
 
 def open_loop(args):
-    import openloop
-
     rates = [float(r) for r in args.rates.split(",")]
     rows = asyncio.run(openloop.sweep(args.url, rates, args.duration, args.transport, args.voice, args.seed,
                                       args.key, text_mode=args.text_mode, procs=args.procs))
