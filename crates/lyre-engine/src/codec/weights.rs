@@ -8,8 +8,8 @@ use super::shape::{
 use crate::checkpoint::weights::{TensorDtype, WeightFile};
 use crate::error::Result;
 use crate::gpu::GpuContext;
+use crate::kernels::conv::SnakeWeights;
 use crate::kernels::conv::{pack_conv, pack_conv_transpose, pack_linear, ConvShape, PackedConv};
-use crate::kernels::elementwise::SnakeWeights;
 
 /// One pre-transformer layer (q|k|v and gate|up stacked into one matmul each).
 pub struct TransformerLayer {

@@ -15,7 +15,7 @@ use super::state::StreamState;
 use super::weights::DecoderWeights;
 use crate::error::Result;
 use crate::gpu::{Dispatch, GpuContext};
-use crate::kernels::conv::{Activation, Conv1d, PackedConv, Residual};
+use crate::kernels::conv::{Activation, Conv1d, FusedSnake, PackedConv, Residual};
 use crate::kernels::elementwise::ClampPcm;
 use crate::kernels::gather::FrameRows;
 use crate::kernels::gather::RvqDequant;
@@ -206,5 +206,6 @@ fn conv<'a>(
         activation: Activation::None,
         scale: None,
         residual: Residual::None,
+        snake: FusedSnake::None,
     }
 }

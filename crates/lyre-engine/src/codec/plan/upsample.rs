@@ -93,6 +93,7 @@ pub(super) fn build(plan: &FramePlan, inp: &StepInputs) -> Result<Vec<Dispatch>>
         plan.decoder_out.view(),
         rows_in,
     );
-    out.push(dec.build(env)?);
+    // decoder.0's output is the first vocoder block's input: stored through its Snake too.
+    out.push(Conv1d { snake: super::vocoder::first_snake(inp), ..dec }.build(env)?);
     Ok(out)
 }

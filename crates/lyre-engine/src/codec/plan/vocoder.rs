@@ -1,21 +1,25 @@
 //! The vocoder: per block, Snake → causal ConvTranspose (stride = rate) → three residual units
 //! (Snake → dilated conv k7 → Snake → conv k1, added to the stream); then the final Snake, the
 //! output conv k7 → 1 channel, and the clamp into the PCM buffer.
+//!
+//! No Snake runs as a dispatch of its own: each is fused into the conv before it. A unit's second
+//! Snake is its dilated conv's activation; every other Snake reads the block's stream, so the conv
+//! that last wrote the stream (`decoder.0`, the ConvTranspose, a unit's conv k1) also stores the
+//! stream through it into the ring the next conv reads ([`FusedSnake::Copy`]).
 
 use super::{conv, Dense, FramePlan, StepInputs};
 use crate::codec::shape::DecoderShape;
+use crate::codec::state::Ring;
+use crate::codec::weights::DecoderWeights;
 use crate::error::Result;
 use crate::gpu::Dispatch;
-use crate::kernels::conv::{Conv1d, Residual};
-use crate::kernels::elementwise::{Snake, SnakeWeights};
-use crate::kernels::seq_view::SeqView;
+use crate::kernels::conv::SnakeWeights;
+use crate::kernels::conv::{Conv1d, FusedSnake, Residual};
 
 pub(super) struct Buffers {
     /// The block's stream: ConvTranspose output plus each unit's residual.
     pub x: Dense,
-    /// A unit's dilated-conv output.
-    b: Dense,
-    /// Its Snake.
+    /// A unit's dilated-conv output, through its second Snake.
     c: Dense,
 }
 
@@ -26,7 +30,6 @@ impl Buffers {
                 let (rows, width) = (s.block_rows(i + 1), s.block_width(i + 1));
                 Ok(Buffers {
                     x: dense(&format!("block{i}.x"), rows, width)?,
-                    b: dense(&format!("block{i}.b"), rows, width)?,
                     c: dense(&format!("block{i}.c"), rows, width)?,
                 })
             })
@@ -34,37 +37,56 @@ impl Buffers {
     }
 }
 
+/// The Snake that reads the stream after block `i`'s unit `u` (`None`: after its ConvTranspose),
+/// and the ring it writes: the next unit's first Snake, the next block's Snake, or the final one.
+fn snake_after<'a>(
+    w: &'a DecoderWeights,
+    st: &'a crate::codec::state::StreamState,
+    i: usize,
+    u: Option<usize>,
+) -> (&'a SnakeWeights, &'a Ring) {
+    let next = u.map_or(0, |u| u + 1);
+    if next < w.blocks[i].units.len() {
+        (&w.blocks[i].units[next].act1, &st.blocks[i].units[next])
+    } else if i + 1 < w.blocks.len() {
+        (&w.blocks[i + 1].snake, &st.blocks[i + 1].upsample_in)
+    } else {
+        (&w.final_snake, &st.final_in)
+    }
+}
+
+/// How `decoder.0`, which writes the first block's input, stores it through that block's Snake.
+pub(super) fn first_snake<'a>(inp: &StepInputs<'a>) -> FusedSnake<'a> {
+    FusedSnake::Copy(&inp.weights.blocks[0].snake, inp.state.blocks[0].upsample_in.view())
+}
+
 pub(super) fn build(plan: &FramePlan, inp: &StepInputs) -> Result<Vec<Dispatch>> {
     let (env, w, st) = (inp.env, inp.weights, inp.state);
-    let snake = |label: &str, weights: &SnakeWeights, x: SeqView, y: SeqView, rows: u32| {
-        Snake { label, weights, x, y, rows, sessions: inp.sessions }.build(env)
+    let copy_after = |i: usize, u: Option<usize>| {
+        let (snake, ring) = snake_after(w, st, i, u);
+        FusedSnake::Copy(snake, ring.view())
     };
     let mut out = Vec::new();
-    let mut input = plan.decoder_out.view();
     let mut rows_in = plan.decoder_out.rows;
     for (i, ((b, block), rings)) in plan.blocks.iter().zip(&w.blocks).zip(&st.blocks).enumerate() {
         let label = |n: &str| format!("decoder.block{i}.{n}");
         let rows = rows_in * block.rate as u32;
-        out.push(snake(&label("snake"), &block.snake, input, rings.upsample_in.view(), rows_in)?);
         let convt_label = label("convt");
         let convt =
             conv(inp.sessions, &convt_label, &block.upsample, rings.upsample_in.view(), b.x.view(), rows_in);
-        out.push(convt.build(env)?);
+        out.push(Conv1d { snake: copy_after(i, None), ..convt }.build(env)?);
         for (u, (unit, ring)) in block.units.iter().zip(&rings.units).enumerate() {
             let label = |n: &str| format!("decoder.block{i}.unit{u}.{n}");
-            out.push(snake(&label("act1"), &unit.act1, b.x.view(), ring.view(), rows)?);
-            out.push(
-                conv(inp.sessions, &label("conv1"), &unit.conv1, ring.view(), b.b.view(), rows).build(env)?,
-            );
-            out.push(snake(&label("act2"), &unit.act2, b.b.view(), b.c.view(), rows)?);
+            let conv1_label = label("conv1");
+            let conv1 = conv(inp.sessions, &conv1_label, &unit.conv1, ring.view(), b.c.view(), rows);
+            out.push(Conv1d { snake: FusedSnake::Output(&unit.act2), ..conv1 }.build(env)?);
             let conv2_label = label("conv2");
             let conv2 = conv(inp.sessions, &conv2_label, &unit.conv2, b.c.view(), b.x.view(), rows);
-            out.push(Conv1d { residual: Residual::Accumulate, ..conv2 }.build(env)?);
+            let conv2 = Conv1d { residual: Residual::Accumulate, snake: copy_after(i, Some(u)), ..conv2 };
+            out.push(conv2.build(env)?);
         }
-        input = b.x.view();
         rows_in = rows;
     }
-    out.push(snake("decoder.final_snake", &w.final_snake, input, st.final_in.view(), rows_in)?);
     let last = conv(
         inp.sessions,
         "decoder.final_conv",

@@ -1,5 +1,6 @@
 //! Causal conv1d, transposed conv1d and linear layers with f32 weights over sequence views, with
-//! a fused epilogue (bias, GELU/SiLU, per-channel scale, residual).
+//! a fused epilogue (bias, GELU/SiLU or SnakeBeta, per-channel scale, residual, and a second
+//! store of the result through a SnakeBeta).
 //!
 //! All three are one kernel: a transposed conv with stride `up` and kernel `taps * up` is a
 //! conv over the input rows whose `up` output phases are extra output columns. The weights are
@@ -10,6 +11,7 @@ use half::f16;
 
 use crate::error::{EngineError, Result};
 use crate::gpu::GpuContext;
+use crate::kernels::conv::SnakeWeights;
 use crate::kernels::seq_view::{GpuView, SeqView};
 use crate::kernels::Env;
 
@@ -164,6 +166,19 @@ pub enum Activation {
     Silu = 2,
 }
 
+/// A SnakeBeta fused into the epilogue, in place of the dispatch that would read the stored
+/// result back to apply it.
+#[derive(Clone, Copy)]
+pub enum FusedSnake<'a> {
+    None,
+    /// Applied to the result after the bias, in place of an activation: `y = snake(result)`.
+    Output(&'a SnakeWeights),
+    /// The finished value (after residual and accumulation) is stored to `y`, and through the
+    /// SnakeBeta to a second view too: `z = snake(y)` (the next layer's input, where `y` stays
+    /// the residual stream).
+    Copy(&'a SnakeWeights, SeqView<'a>),
+}
+
 /// What is added to the (scaled) result.
 #[derive(Debug, Clone, Copy)]
 pub enum Residual<'a> {
@@ -180,6 +195,7 @@ pub(super) struct Params {
     x: GpuView,
     y: GpuView,
     r: GpuView,
+    z: GpuView,
     cin4: u32,
     cols: u32,
     cout: u32,
@@ -193,6 +209,10 @@ pub(super) struct Params {
     pub(super) out_threads: u32,
     _pad: [u32; 2],
 }
+
+/// Buffers a site binds from binding 3 on: weights, bias, scale, input, residual, output, the
+/// fused SnakeBeta's two factors and its second output.
+pub(super) const BOUND: usize = 9;
 
 /// One conv / transposed conv / linear site.
 pub struct Conv1d<'a> {
@@ -210,12 +230,13 @@ pub struct Conv1d<'a> {
     /// Per-output-channel factor applied after the activation (LayerScale, ConvNeXt gamma).
     pub scale: Option<&'a wgpu::Buffer>,
     pub residual: Residual<'a>,
+    pub snake: FusedSnake<'a>,
 }
 
 impl Conv1d<'_> {
     /// Checks the views and fills the parameters (but `y_rows` and `out_threads`, which the
     /// variants set) and the bound buffers from binding 3 on.
-    pub(super) fn prepare<'b>(&'b self, env: &'b Env) -> Result<(Params, [&'b wgpu::Buffer; 6])> {
+    pub(super) fn prepare<'b>(&'b self, env: &'b Env) -> Result<(Params, [&'b wgpu::Buffer; BOUND])> {
         let s = self.conv.shape;
         if self.x.stride != s.in_stride() {
             return Err(EngineError::Gpu(format!(
@@ -230,11 +251,35 @@ impl Conv1d<'_> {
         if let Residual::From(r) = self.residual {
             r.check(self.label, self.rows_in * s.up, 0)?;
         }
+        let snake = match self.snake {
+            FusedSnake::None => None,
+            FusedSnake::Output(w) | FusedSnake::Copy(w, _) => Some(w),
+        };
+        if let Some(w) = snake {
+            if w.channels != s.cout {
+                return Err(EngineError::Gpu(format!(
+                    "`{}`: a SnakeBeta of {} channels after a layer of {}",
+                    self.label, w.channels, s.cout
+                )));
+            }
+        }
+        if matches!(self.snake, FusedSnake::Output(_)) && self.activation != Activation::None {
+            return Err(EngineError::Gpu(format!("`{}`: two activations", self.label)));
+        }
+        let copy = match self.snake {
+            FusedSnake::Copy(_, z) => {
+                z.check(self.label, self.rows_in * s.up, 0)?;
+                Some(z)
+            }
+            _ => None,
+        };
         let flags = self.conv.bias.is_some() as u32
             | (self.scale.is_some() as u32) << 1
             | (matches!(self.residual, Residual::Accumulate) as u32) << 2
             | (matches!(self.residual, Residual::From(_)) as u32) << 3
-            | (self.activation as u32) << 4;
+            | (self.activation as u32) << 4
+            | (matches!(self.snake, FusedSnake::Output(_)) as u32) << 8
+            | (copy.is_some() as u32) << 9;
         let residual = match self.residual {
             Residual::From(r) => Some(r),
             _ => None,
@@ -243,6 +288,7 @@ impl Conv1d<'_> {
             x: self.x.gpu(),
             y: self.y.gpu(),
             r: residual.map(|r| r.gpu()).unwrap_or_default(),
+            z: copy.map(|z| z.gpu()).unwrap_or_default(),
             cin4: s.cin4(),
             cols: s.cols(),
             cout: s.cout,
@@ -262,6 +308,9 @@ impl Conv1d<'_> {
             self.x.buffer,
             residual.map(|r| r.buffer).unwrap_or(env.dummy),
             self.y.buffer,
+            snake.map(|w| &w.alpha).unwrap_or(env.dummy),
+            snake.map(|w| &w.inv_beta).unwrap_or(env.dummy),
+            copy.map(|z| z.buffer).unwrap_or(env.scratch),
         ];
         Ok((params, buffers))
     }

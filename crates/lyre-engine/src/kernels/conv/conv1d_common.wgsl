@@ -1,11 +1,15 @@
-// The part of the conv1d kernels that every variant shares (prepended after seq_view.wgsl): the
-// parameters, every binding but the weights (binding 3: conv1d_weights_f32.wgsl or
-// conv1d_weights_f16.wgsl) and the epilogue of one output value. See conv1d.wgsl for the math.
+// The part of the conv1d kernels that every variant shares (prepended after seq_view.wgsl and
+// snake_beta.wgsl): the parameters, every binding but the weights (binding 3:
+// conv1d_weights_f32.wgsl or conv1d_weights_f16.wgsl) and the epilogue of one output value. See
+// conv1d.wgsl for the math. The epilogue may fuse the SnakeBeta that the next layer reads: as the
+// activation (SNAKE_OUTPUT: y = snake(bias + sum)), or as a second store of the finished value
+// through it (SNAKE_COPY: z = snake(y), y kept as the residual stream).
 
 struct Params {
     x: View,
     y: View,
     r: View,
+    z: View,
     cin4: u32,
     cols: u32,
     cout: u32,
@@ -26,12 +30,18 @@ struct Params {
 @group(0) @binding(6) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read> res: array<f32>;
 @group(0) @binding(8) var<storage, read_write> y: array<f32>;
+@group(0) @binding(9) var<storage, read> snake_alpha: array<f32>;
+@group(0) @binding(10) var<storage, read> snake_inv_beta: array<f32>;
+@group(0) @binding(11) var<storage, read_write> z: array<f32>;
 
 const HAS_BIAS: u32 = 1u;
 const HAS_SCALE: u32 = 2u;
 const ACCUMULATE: u32 = 4u;
 const RESIDUAL: u32 = 8u;
 const ACT_SHIFT: u32 = 4u;
+const ACT_BITS: u32 = 15u;
+const SNAKE_OUTPUT: u32 = 256u;
+const SNAKE_COPY: u32 = 512u;
 const ACT_GELU: u32 = 1u;
 const ACT_SILU: u32 = 2u;
 
@@ -62,22 +72,29 @@ fn store_output(s: u32, t: u32, v: u32, acc: f32) {
     store_at(output_row(s, t_out), v % p.cout, acc);
 }
 
-// Where output row `t_out` of session `s` starts in y and, with RESIDUAL, in res.
-fn output_row(s: u32, t_out: i32) -> vec2<u32> {
+// Where output row `t_out` of session `s` starts in y, with RESIDUAL in res, with SNAKE_COPY in z.
+fn output_row(s: u32, t_out: i32) -> vec3<u32> {
     var r = 0u;
     if ((p.flags & RESIDUAL) != 0u) {
         r = row_offset(p.r, s, t_out);
     }
-    return vec2<u32>(row_offset(p.y, s, t_out), r);
+    var zr = 0u;
+    if ((p.flags & SNAKE_COPY) != 0u) {
+        zr = row_offset(p.z, s, t_out);
+    }
+    return vec3<u32>(row_offset(p.y, s, t_out), r, zr);
 }
 
 // The epilogue of channel `o` of the output row at `rows` (output_row).
-fn store_at(rows: vec2<u32>, o: u32, acc: f32) {
+fn store_at(rows: vec3<u32>, o: u32, acc: f32) {
     var val = acc;
     if ((p.flags & HAS_BIAS) != 0u) {
         val += bias[o];
     }
-    val = activate(val, p.flags >> ACT_SHIFT);
+    val = activate(val, (p.flags >> ACT_SHIFT) & ACT_BITS);
+    if ((p.flags & SNAKE_OUTPUT) != 0u) {
+        val = snake_beta(val, snake_alpha[o], snake_inv_beta[o]);
+    }
     if ((p.flags & HAS_SCALE) != 0u) {
         val *= scale[o];
     }
@@ -89,4 +106,7 @@ fn store_at(rows: vec2<u32>, o: u32, acc: f32) {
         val += y[yi];
     }
     y[yi] = val;
+    if ((p.flags & SNAKE_COPY) != 0u) {
+        z[rows.z + o] = snake_beta(val, snake_alpha[o], snake_inv_beta[o]);
+    }
 }

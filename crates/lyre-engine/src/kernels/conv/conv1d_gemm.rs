@@ -6,7 +6,7 @@
 //! is too short to fill the GPU, K is split over several workgroups per tile and a second
 //! dispatch adds their partial sums (`conv1d_split_reduce.wgsl`).
 
-use super::conv1d::{Conv1d, Params};
+use super::conv1d::{Conv1d, Params, BOUND};
 use crate::error::{EngineError, Result};
 use crate::gpu::{Dispatch, Extent, Grid, KernelSource, RowCount};
 use crate::kernels::gemm_tile::GemmTile;
@@ -17,6 +17,7 @@ pub const SOURCE: KernelSource = KernelSource {
     name: "conv1d_gemm",
     wgsl: concat!(
         include_str!("../shared/seq_view.wgsl"),
+        include_str!("../shared/snake_beta.wgsl"),
         include_str!("conv1d_common.wgsl"),
         include_str!("conv1d_weights_f32.wgsl"),
         include_str!("conv1d_gemm_stage_f32.wgsl"),
@@ -35,6 +36,7 @@ pub const SOURCE_COOP: KernelSource = KernelSource {
         include_str!("../shared/coop_tile.wgsl"),
         include_str!("../shared/tile_partials.wgsl"),
         include_str!("../shared/seq_view.wgsl"),
+        include_str!("../shared/snake_beta.wgsl"),
         include_str!("conv1d_common.wgsl"),
         include_str!("conv1d_weights_f16.wgsl"),
         include_str!("conv1d_gemm.wgsl")
@@ -46,6 +48,7 @@ pub const SOURCE_REDUCE: KernelSource = KernelSource {
     name: "conv1d_split_reduce",
     wgsl: concat!(
         include_str!("../shared/seq_view.wgsl"),
+        include_str!("../shared/snake_beta.wgsl"),
         include_str!("conv1d_common.wgsl"),
         include_str!("conv1d_split_reduce.wgsl")
     ),
@@ -63,7 +66,7 @@ pub(super) fn dispatches(
     site: &Conv1d,
     env: &Env,
     mut params: Params,
-    buffers: [&wgpu::Buffer; 6],
+    buffers: [&wgpu::Buffer; BOUND],
     tile: GemmTile,
     split: u32,
 ) -> Result<Vec<Dispatch>> {
@@ -102,7 +105,10 @@ pub(super) fn dispatches(
             (5, buffers[2]),
             (7, buffers[4]),
             (8, buffers[5]),
-            (9, env.partials),
+            (9, buffers[6]),
+            (10, buffers[7]),
+            (11, buffers[8]),
+            (12, env.partials),
         ],
     );
     let rows = Extent::RowsTimes { count: RowCount::Sessions, times: site.rows_in.max(1), per_group: 1 };
@@ -125,8 +131,8 @@ pub(super) fn dispatches(
 fn coop_buffers<'a>(
     site: &'a Conv1d,
     env: &Env,
-    mut buffers: [&'a wgpu::Buffer; 6],
-) -> Result<[&'a wgpu::Buffer; 6]> {
+    mut buffers: [&'a wgpu::Buffer; BOUND],
+) -> Result<[&'a wgpu::Buffer; BOUND]> {
     if !env.ctx.has_coop_f16() {
         return Err(EngineError::Gpu(format!(
             "conv `{}`: the adapter has no cooperative matrices",

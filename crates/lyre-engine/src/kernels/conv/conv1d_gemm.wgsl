@@ -16,7 +16,7 @@
 override W_LOADS: u32 = BN * BK / 4u / THREADS;
 override SPLIT: u32 = 1u;
 
-@group(0) @binding(9) var<storage, read_write> part: array<f32>;
+@group(0) @binding(12) var<storage, read_write> part: array<f32>;
 
 // Flat row (session * rows_in + t) of tile row `i`, and whether it is one of the step's rows.
 fn tile_row(wid: vec3<u32>, i: u32, ns: u32) -> vec2<u32> {
@@ -120,7 +120,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
         let t = o.x % p.rows_in;
         // Without upsampling every column of the row lands in the same output row: find it
         // once, not per value (ring views cost two modulos each).
-        var rows = vec2<u32>(0u);
+        var rows = vec3<u32>(0u);
         if (p.up == 1u) {
             rows = output_row(s, i32(t));
         }

@@ -5,7 +5,7 @@
 
 override SPLIT: u32 = 2u;
 
-@group(0) @binding(9) var<storage, read> part: array<f32>;
+@group(0) @binding(12) var<storage, read> part: array<f32>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {

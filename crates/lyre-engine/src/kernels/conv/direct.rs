@@ -13,6 +13,7 @@ pub const SOURCE: KernelSource = KernelSource {
     name: "conv1d",
     wgsl: concat!(
         include_str!("../shared/seq_view.wgsl"),
+        include_str!("../shared/snake_beta.wgsl"),
         include_str!("conv1d_common.wgsl"),
         include_str!("conv1d_weights_f32.wgsl"),
         include_str!("conv1d.wgsl")

@@ -6,12 +6,14 @@ mod conv1d;
 mod conv1d_gemm;
 mod depthwise_conv;
 mod direct;
+mod snake_weights;
 
 pub use conv1d::{
-    pack_conv, pack_conv_transpose, pack_linear, packed_to_f16, Activation, Conv1d, ConvShape, PackedConv,
-    Residual,
+    pack_conv, pack_conv_transpose, pack_linear, packed_to_f16, Activation, Conv1d, ConvShape, FusedSnake,
+    PackedConv, Residual,
 };
 pub use depthwise_conv::DepthwiseConv;
+pub use snake_weights::SnakeWeights;
 
 use crate::error::Result;
 use crate::gpu::{Alternative, Dispatch, KernelSource, RowCount};

@@ -1,14 +1,12 @@
-//! Element-wise kernels: gated activations (GLU, SwiGLU), Snake, and the clamp of the PCM output.
+//! Element-wise kernels: gated activations (GLU, SwiGLU) and the clamp of the PCM output (the
+//! codec's Snake runs in the conv epilogue).
 
 mod clamp_pcm;
 mod glu;
-mod snake;
 mod swiglu;
 
 pub use clamp_pcm::ClampPcm;
 pub use glu::Glu;
-pub use snake::{Snake, SnakeWeights};
 pub use swiglu::SwiGlu;
 
-pub(super) const SOURCES: [crate::gpu::KernelSource; 4] =
-    [clamp_pcm::SOURCE, glu::SOURCE, snake::SOURCE, swiglu::SOURCE];
+pub(super) const SOURCES: [crate::gpu::KernelSource; 3] = [clamp_pcm::SOURCE, glu::SOURCE, swiglu::SOURCE];

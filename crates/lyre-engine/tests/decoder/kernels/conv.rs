@@ -1,6 +1,6 @@
 use lyre_engine::kernels::conv::DepthwiseConv;
 use lyre_engine::kernels::conv::{
-    pack_conv, pack_conv_transpose, pack_linear, Activation, Conv1d, PackedConv, Residual,
+    pack_conv, pack_conv_transpose, pack_linear, Activation, Conv1d, FusedSnake, PackedConv, Residual,
 };
 use lyre_engine::kernels::gemm_tile::GemmTile;
 use lyre_engine::kernels::seq_view::SeqView;
@@ -71,6 +71,7 @@ pub(super) fn dilated_conv_case(kernel: Kernel, cin: usize, cout: usize, rows: u
             activation: Activation::None,
             scale: None,
             residual: Residual::None,
+            snake: FusedSnake::None,
         },
         &gpu,
     );
@@ -133,6 +134,7 @@ pub(super) fn transposed_conv_case(
             activation: Activation::None,
             scale: None,
             residual: Residual::None,
+            snake: FusedSnake::None,
         },
         &gpu,
     );
@@ -224,6 +226,7 @@ pub(super) fn linear_case(
             activation: act,
             scale: Some(&sb),
             residual,
+            snake: FusedSnake::None,
         },
         &gpu,
     );
@@ -324,6 +327,7 @@ fn gelu_matches_erf_over_its_range() {
         activation: Activation::Gelu,
         scale: None,
         residual: Residual::None,
+        snake: FusedSnake::None,
     }
     .build(&gpu.env())
     .unwrap();

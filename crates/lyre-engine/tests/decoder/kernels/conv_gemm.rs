@@ -4,7 +4,9 @@
 //! sessions as one sequence, so tiles straddle sessions.
 
 use half::f16;
-use lyre_engine::kernels::conv::{pack_conv, packed_to_f16, Activation, Conv1d, PackedConv, Residual};
+use lyre_engine::kernels::conv::{
+    pack_conv, packed_to_f16, Activation, Conv1d, FusedSnake, PackedConv, Residual,
+};
 use lyre_engine::kernels::gemm_tile::GemmTile;
 use lyre_engine::kernels::select::{Adapter, KernelChoice};
 use lyre_engine::kernels::seq_view::SeqView;
@@ -104,6 +106,7 @@ fn cooperative_tiles_read_the_f16_copy_of_the_weights_and_refuse_weights_without
         activation: Activation::None,
         scale: None,
         residual: Residual::None,
+        snake: FusedSnake::None,
     };
     let err = match site.build_gemm(&gpu.env(), GemmTile::COOP_WIDE, 1) {
         Ok(_) => panic!("a cooperative tile ran over weights without an f16 copy"),

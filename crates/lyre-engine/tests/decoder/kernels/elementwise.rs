@@ -1,53 +1,9 @@
-use lyre_engine::kernels::elementwise::{ClampPcm, Glu, Snake, SnakeWeights};
+use lyre_engine::kernels::elementwise::{ClampPcm, Glu};
 use lyre_engine::kernels::gather::{FrameRows, RvqDequant};
 use lyre_engine::kernels::seq_view::SeqView;
 use rand::Rng;
 
 use super::*;
-
-#[test]
-fn snake_writes_into_a_ring_and_matches_f64_sin() {
-    let gpu = Gpu::new();
-    let mut rng = rng(31);
-    let (ch, rows) = (37usize, 50usize);
-    let sessions_desc = [(1u32, 2u32), (0, 0)];
-    let log_alpha = randn(&mut rng, ch, 1.5);
-    let log_beta = randn(&mut rng, ch, 1.0);
-    let x = randn(&mut rng, sessions_desc.len() * rows * ch, 20.0);
-    let weights = SnakeWeights::upload(&gpu.ctx, "snake", &log_alpha, &log_beta).unwrap();
-    let xb = gpu.buf(&x);
-    let empty: Vec<Signal> = (0..2).map(|_| Signal { channels: ch, rows: vec![] }).collect();
-    let ring = RingFill::new(&gpu, 2, 3 * rows as u32 + 7, rows as u32, 0, &[], &empty);
-    let sessions = gpu.sessions(&sessions_desc);
-    let d = Snake {
-        label: "snake",
-        weights: &weights,
-        x: SeqView::dense(&xb, ch as u32, rows as u32),
-        y: ring.view(),
-        rows: rows as u32,
-        sessions: &sessions,
-    }
-    .build(&gpu.env())
-    .unwrap();
-    gpu.run(2, &[d]);
-    let all: Vec<f32> = gpu.read(&ring.buffer);
-    let (mut got, mut want) = (Vec::new(), Vec::new());
-    for (s, &(slot, frame)) in sessions_desc.iter().enumerate() {
-        for t in 0..rows {
-            let row = (frame as usize * rows + t) % ring.len as usize;
-            let base = (slot as usize * ring.len as usize + row) * ring.stride as usize;
-            got.extend_from_slice(&all[base..base + ch]);
-            for c in 0..ch {
-                let v = x[(s * rows + t) * ch + c];
-                // The argument as the GPU forms it (f32), so this checks the sine itself.
-                let arg = (log_alpha[c].exp() * v) as f64;
-                let inv_beta = 1.0 / (log_beta[c].exp() + 1e-9);
-                want.push((v as f64 + inv_beta as f64 * arg.sin().powi(2)) as f32);
-            }
-        }
-    }
-    assert_close("snake", &got, &want, 1e-6);
-}
 
 #[test]
 fn glu_matches_cpu() {
