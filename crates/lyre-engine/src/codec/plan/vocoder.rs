@@ -9,7 +9,7 @@
 
 use super::{conv, Dense, FramePlan, StepInputs};
 use crate::codec::shape::DecoderShape;
-use crate::codec::state::Ring;
+use crate::codec::state::{Ring, StreamState};
 use crate::codec::weights::DecoderWeights;
 use crate::error::Result;
 use crate::gpu::Dispatch;
@@ -41,7 +41,7 @@ impl Buffers {
 /// and the ring it writes: the next unit's first Snake, the next block's Snake, or the final one.
 fn snake_after<'a>(
     w: &'a DecoderWeights,
-    st: &'a crate::codec::state::StreamState,
+    st: &'a StreamState,
     i: usize,
     u: Option<usize>,
 ) -> (&'a SnakeWeights, &'a Ring) {
