@@ -4,15 +4,25 @@ use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
 use super::*;
 
-/// `lyre_errors_total` by code, as counted on this thread while `f` runs.
-pub(crate) fn errors_counted_during(f: impl FnOnce()) -> BTreeMap<String, u64> {
+/// Every metric recorded on this thread while `f` runs, with its value.
+pub(crate) fn metrics_recorded_during(f: impl FnOnce()) -> Vec<(metrics::Key, DebugValue)> {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     metrics::with_local_recorder(&recorder, f);
+    snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| (key.key().clone(), value))
+        .collect()
+}
+
+/// `lyre_errors_total` by code, as counted on this thread while `f` runs.
+pub(crate) fn errors_counted_during(f: impl FnOnce()) -> BTreeMap<String, u64> {
     let mut counts = BTreeMap::new();
-    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
-        if let (DebugValue::Counter(n), "lyre_errors_total") = (value, key.key().name()) {
-            let code = key.key().labels().find(|l| l.key() == "code").map(|l| l.value().to_string());
+    for (key, value) in metrics_recorded_during(f) {
+        if let (DebugValue::Counter(n), "lyre_errors_total") = (value, key.name()) {
+            let code = key.labels().find(|l| l.key() == "code").map(|l| l.value().to_string());
             *counts.entry(code.unwrap_or_default()).or_insert(0) += n;
         }
     }

@@ -1,7 +1,9 @@
 //! Admission: who gets a slot, who waits, who is refused at once.
 
 use super::*;
+use crate::errors::tests::metrics_recorded_during;
 use crate::errors::Failure;
+use metrics_util::debugging::DebugValue;
 
 fn refusal(h: &Harness, request: SessionRequest) -> Failure {
     h.scheduler.submit(request, tracing::Span::none()).expect_err("refused")
@@ -84,13 +86,9 @@ fn a_stopped_worker_refuses_with_worker_stopped() {
 
 /// `lyre_queue_wait_seconds` as recorded on this thread while `f` runs, in recording order.
 fn queue_waits_during(f: impl FnOnce()) -> Vec<f64> {
-    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    metrics::with_local_recorder(&recorder, f);
     let mut waits = Vec::new();
-    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
-        if let (DebugValue::Histogram(v), "lyre_queue_wait_seconds") = (value, key.key().name()) {
+    for (key, value) in metrics_recorded_during(f) {
+        if let (DebugValue::Histogram(v), "lyre_queue_wait_seconds") = (value, key.name()) {
             waits.extend(v.into_iter().map(|x| x.into_inner()));
         }
     }
