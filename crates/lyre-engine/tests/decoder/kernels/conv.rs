@@ -36,7 +36,7 @@ impl Kernel {
 }
 
 /// Sessions as `(slot, frame)`: slots out of order, one at frame 0 (all history is padding).
-const SESSIONS: [(u32, u32); 3] = [(2, 3), (0, 0), (1, 5)];
+pub(super) const SESSIONS: [(u32, u32); 3] = [(2, 3), (0, 0), (1, 5)];
 
 #[test]
 fn dilated_causal_conv_reads_history_from_the_ring() {
@@ -76,22 +76,7 @@ pub(super) fn dilated_conv_case(kernel: Kernel, cin: usize, cout: usize, rows: u
         &gpu,
     );
     gpu.run(SESSIONS.len(), &d);
-    let mut want = Vec::new();
-    for (&(_, frame), sig) in SESSIONS.iter().zip(&signals) {
-        for t in 0..rows {
-            let abs = (frame as usize * rows + t) as i64;
-            for o in 0..cout {
-                let mut acc = b[o] as f64;
-                for c in 0..cin {
-                    for i in 0..k {
-                        let back = ((k - 1 - i) * dil) as i64;
-                        acc += (w[(o * cin + c) * k + i] * sig.at(abs - back, c)) as f64;
-                    }
-                }
-                want.push(acc as f32);
-            }
-        }
-    }
+    let want = dilated_conv_reference(&w, &b, &signals, (cin, cout, k, dil), rows);
     let what = format!("dilated conv {cin}→{cout}, {rows} rows, {kernel:?}");
     assert_close(&what, &gpu.read::<f32>(&y), &want, kernel.tolerance(1e-5, &want));
 }
@@ -139,9 +124,52 @@ pub(super) fn transposed_conv_case(
         &gpu,
     );
     gpu.run(SESSIONS.len(), &d);
-    // ConvTranspose1d over the whole signal (PyTorch's definition), trimmed on the right.
+    let want = transposed_conv_reference(&w, &b, &signals, (cin, cout, k, stride), rows);
+    let what = format!("transposed conv {cin}→{cout}, stride {stride}, {kernel:?}");
+    assert_close(&what, &gpu.read::<f32>(&y), &want, kernel.tolerance(1e-5, &want));
+}
+
+/// A Conv1d `[cout][cin][k]` with dilation `dil` over each session's `rows` rows of this step
+/// (`SESSIONS`' frames), on the CPU: `[session][row][cout]`.
+pub(super) fn dilated_conv_reference(
+    w: &[f32],
+    b: &[f32],
+    signals: &[Signal],
+    (cin, cout, k, dil): (usize, usize, usize, usize),
+    rows: usize,
+) -> Vec<f32> {
     let mut want = Vec::new();
-    for (&(_, frame), sig) in SESSIONS.iter().zip(&signals) {
+    for (&(_, frame), sig) in SESSIONS.iter().zip(signals) {
+        for t in 0..rows {
+            let abs = (frame as usize * rows + t) as i64;
+            for o in 0..cout {
+                let mut acc = b[o] as f64;
+                for c in 0..cin {
+                    for i in 0..k {
+                        let back = ((k - 1 - i) * dil) as i64;
+                        acc += (w[(o * cin + c) * k + i] * sig.at(abs - back, c)) as f64;
+                    }
+                }
+                want.push(acc as f32);
+            }
+        }
+    }
+    want
+}
+
+/// A ConvTranspose1d `[cin][cout][k]` with `stride` over the whole signal (PyTorch's
+/// definition), trimmed on the right: each session's `rows * stride` output rows of this step,
+/// `[session][row][cout]`.
+pub(super) fn transposed_conv_reference(
+    w: &[f32],
+    b: &[f32],
+    signals: &[Signal],
+    (cin, cout, k, stride): (usize, usize, usize, usize),
+    rows: usize,
+) -> Vec<f32> {
+    let out_rows = rows * stride;
+    let mut want = Vec::new();
+    for (&(_, frame), sig) in SESSIONS.iter().zip(signals) {
         for n in frame as usize * out_rows..(frame as usize + 1) * out_rows {
             for o in 0..cout {
                 let mut acc = b[o] as f64;
@@ -158,8 +186,7 @@ pub(super) fn transposed_conv_case(
             }
         }
     }
-    let what = format!("transposed conv {cin}→{cout}, stride {stride}, {kernel:?}");
-    assert_close(&what, &gpu.read::<f32>(&y), &want, kernel.tolerance(1e-5, &want));
+    want
 }
 
 /// erf in f64 by its Maclaurin series (accurate to ~1e-9 for |z| < 4.5); ±1 beyond.

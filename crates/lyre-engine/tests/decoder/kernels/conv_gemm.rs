@@ -17,7 +17,7 @@ use super::{randn, rng, Gpu};
 
 /// Every tile, and on an adapter with cooperative matrices every tile that has a cooperative form
 /// ([`Gpu::coop_or_required`]).
-fn tiles() -> Vec<GemmTile> {
+pub(super) fn tiles() -> Vec<GemmTile> {
     let coop = Gpu::new().coop_or_required();
     let on_coop = GemmTile::ALL.iter().filter_map(|t| t.on_coop()).chain([GemmTile::COOP_WIDE]);
     GemmTile::ALL.into_iter().chain(on_coop.filter(|_| coop)).collect()

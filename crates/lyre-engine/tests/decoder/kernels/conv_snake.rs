@@ -8,14 +8,11 @@ use lyre_engine::kernels::conv::SnakeWeights;
 use lyre_engine::kernels::conv::{
     pack_conv, pack_conv_transpose, Activation, Conv1d, FusedSnake, PackedConv, Residual,
 };
-use lyre_engine::kernels::gemm_tile::GemmTile;
 use lyre_engine::kernels::seq_view::SeqView;
 
-use super::conv::Kernel;
+use super::conv::{dilated_conv_reference, transposed_conv_reference, Kernel, SESSIONS};
+use super::conv_gemm::tiles;
 use super::*;
-
-/// Sessions as `(slot, frame)`: slots out of order, one at frame 0.
-const SESSIONS: [(u32, u32); 3] = [(2, 3), (0, 0), (1, 5)];
 
 /// SnakeBeta in f64 from the checkpoint's log-space factors, the argument formed in f32 as the
 /// GPU forms it.
@@ -42,11 +39,8 @@ impl CpuSnake {
 
 /// The kernels a site may run: its own choice, and every GEMM tile unsplit and split in three.
 fn kernels() -> Vec<Kernel> {
-    let coop = Gpu::new().coop_or_required();
-    let on_coop = GemmTile::ALL.iter().filter_map(|t| t.on_coop()).chain([GemmTile::COOP_WIDE]);
-    let tiles: Vec<GemmTile> = GemmTile::ALL.into_iter().chain(on_coop.filter(|_| coop)).collect();
     let mut all = vec![Kernel::Site];
-    for tile in tiles {
+    for tile in tiles() {
         all.push(Kernel::Gemm(tile, 1));
         all.push(Kernel::Gemm(tile, 3));
     }
@@ -83,22 +77,8 @@ fn snake_activation_case(kernel: Kernel, cin: usize, cout: usize, rows: usize, s
         snake: FusedSnake::Output(&weights),
     };
     gpu.run(SESSIONS.len(), &kernel.build(site, &gpu));
-    let mut want = Vec::new();
-    for (&(_, frame), sig) in SESSIONS.iter().zip(&signals) {
-        for t in 0..rows {
-            let abs = (frame as usize * rows + t) as i64;
-            for o in 0..cout {
-                let mut acc = b[o] as f64;
-                for c in 0..cin {
-                    for i in 0..k {
-                        let back = ((k - 1 - i) * dil) as i64;
-                        acc += (w[(o * cin + c) * k + i] * sig.at(abs - back, c)) as f64;
-                    }
-                }
-                want.push(snake.apply(acc as f32, o));
-            }
-        }
-    }
+    let conv = dilated_conv_reference(&w, &b, &signals, (cin, cout, k, dil), rows);
+    let want: Vec<f32> = conv.iter().enumerate().map(|(i, &v)| snake.apply(v, i % cout)).collect();
     let what = format!("conv {cin}→{cout} + Snake, {rows} rows, {kernel:?}");
     assert_close(&what, &gpu.read::<f32>(&y), &want, kernel.tolerance(1e-5, &want));
 }
@@ -138,38 +118,22 @@ fn snake_copy_case(kernel: Kernel, cin: usize, cout: usize, rows: usize, seed: u
         snake: FusedSnake::Copy(&weights, z.view()),
     };
     gpu.run(SESSIONS.len(), &kernel.build(site, &gpu));
-    let (mut want_y, mut want_z, mut got_z) = (Vec::new(), Vec::new(), Vec::new());
+    let convt = transposed_conv_reference(&w, &b, &signals, (cin, cout, k, stride), rows);
+    let want_y: Vec<f32> = convt.iter().zip(&stream).map(|(&c, &s)| (c as f64 + s as f64) as f32).collect();
+    let want_z: Vec<f32> = want_y.iter().enumerate().map(|(i, &v)| snake.apply(v, i % cout)).collect();
+    // The ring rows of each session's step, in the order of the stream's rows.
     let ring_all: Vec<f32> = gpu.read(&z.buffer);
-    for (s, (&(slot, frame), sig)) in SESSIONS.iter().zip(&signals).enumerate() {
-        for t in 0..rows {
-            let abs = (frame as usize * rows + t) as i64;
-            for phase in 0..stride {
-                let t_out = t * stride + phase;
-                for o in 0..cout {
-                    let mut acc = b[o] as f64;
-                    for c in 0..cin {
-                        for m in 0..k / stride {
-                            acc += (w[(c * cout + o) * k + phase + m * stride] * sig.at(abs - m as i64, c))
-                                as f64;
-                        }
-                    }
-                    let v = (acc + stream[(s * out_rows + t_out) * cout + o] as f64) as f32;
-                    want_y.push(v);
-                    want_z.push(snake.apply(v, o));
-                }
-                let row = (frame as usize * out_rows + t_out) % z.len as usize;
-                let base = (slot as usize * z.len as usize + row) * z.stride as usize;
-                got_z.extend_from_slice(&ring_all[base..base + cout]);
-            }
+    let mut got_z = Vec::new();
+    for &(slot, frame) in &SESSIONS {
+        for t_out in 0..out_rows {
+            let row = (frame as usize * out_rows + t_out) % z.len as usize;
+            let base = (slot as usize * z.len as usize + row) * z.stride as usize;
+            got_z.extend_from_slice(&ring_all[base..base + cout]);
         }
     }
     let what = format!("convt {cin}→{cout} accumulated, Snake copy, {rows} rows, {kernel:?}");
     let y_got = gpu.read::<f32>(&y);
-    let mut y_ordered = Vec::new();
-    for s in 0..SESSIONS.len() {
-        y_ordered.extend_from_slice(&y_got[s * out_rows * cout..(s + 1) * out_rows * cout]);
-    }
-    assert_close(&format!("{what}: stream"), &y_ordered, &want_y, kernel.tolerance(1e-5, &want_y));
+    assert_close(&format!("{what}: stream"), &y_got, &want_y, kernel.tolerance(1e-5, &want_y));
     assert_close(&format!("{what}: ring"), &got_z, &want_z, kernel.tolerance(1e-5, &want_z));
 }
 
