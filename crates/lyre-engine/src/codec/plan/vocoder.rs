@@ -13,8 +13,7 @@ use crate::codec::state::{Ring, StreamState};
 use crate::codec::weights::DecoderWeights;
 use crate::error::Result;
 use crate::gpu::Dispatch;
-use crate::kernels::conv::SnakeWeights;
-use crate::kernels::conv::{Conv1d, FusedSnake, Residual};
+use crate::kernels::conv::{Conv1d, FusedSnake, Residual, SnakeWeights};
 
 pub(super) struct Buffers {
     /// The block's stream: ConvTranspose output plus each unit's residual.
