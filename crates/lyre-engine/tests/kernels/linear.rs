@@ -36,7 +36,9 @@ fn matmul_matches_cpu_on_odd_shapes() {
     kernels.extend(coop_kernels(&gpu));
     for kernel in kernels {
         let shapes: &[(usize, usize, usize)] = if matches!(kernel, MatmulKernel::Gemm { .. }) {
-            &[(1, 32, 1), (33, 64, 70), (70, 96, 130), (5, 256, 65), (130, 64, 140)]
+            // Rows in both halves of a 64-row tile and past it, K of ten chunks (each staging
+            // buffer of the cooperative tile reused four times or more).
+            &[(1, 32, 1), (33, 64, 70), (70, 96, 130), (5, 256, 65), (130, 64, 140), (100, 320, 200)]
         } else if matches!(kernel, MatmulKernel::FewRows { .. }) {
             // Row counts past one pass of every quad count; K parts of unequal length.
             &[(1, 8, 1), (5, 64, 70), (9, 136, 33), (33, 520, 65), (70, 264, 9)]

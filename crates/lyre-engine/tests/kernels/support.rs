@@ -105,6 +105,7 @@ pub fn coop_kernels(gpu: &Gpu) -> Vec<lyre_engine::kernels::select::MatmulKernel
         Gemm { tile: on(GemmTile::ROWS_16), split: 1 },
         Gemm { tile: on(GemmTile::ROWS_32), split: 2 },
         Gemm { tile: on(GemmTile::ROWS_64), split: 3 },
+        Gemm { tile: GemmTile::COOP_WIDE, split: 1 },
         Gemm { tile: GemmTile::COOP_WIDE, split: 2 },
     ]
 }

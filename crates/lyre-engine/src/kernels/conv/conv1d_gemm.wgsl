@@ -62,12 +62,12 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     for (var j = c_begin; j <= c_end; j++) {
         if (j > c_begin) {
             // Stage chunk j - 1 from the registers.
-            stage_x(xk, xr, x0);
-            stage_x(xk2, xr, x1);
+            stage_x(j - 1u, xk, xr, x0);
+            stage_x(j - 1u, xk2, xr, x1);
             for (var q = 0u; q < 8u; q++) {
                 if (q < W_LOADS) {
                     let f = li + q * THREADS;
-                    stage_weight(f / BN, f % BN, wr[q]);
+                    stage_weight(j - 1u, f / BN, f % BN, wr[q]);
                 }
             }
             workgroupBarrier();
@@ -95,45 +95,47 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
             }
         }
         if (j > c_begin) {
-            mma_chunk(tx, ty);
-            workgroupBarrier();
+            mma_chunk(j - 1u, tx, ty);
+            release_chunk();
         }
     }
-    flush_acc(tx, ty);
-    if (SPLIT > 1u) {
-        let total = ns * p.rows_in;
-        for (var q = 0u; q < TM; q++) {
+    // Block rows of each part of the sums (see flush_acc).
+    let per_part = TM / CS_PARTS;
+    for (var part = 0u; part < CS_PARTS; part++) {
+        flush_acc(tx, ty, part);
+        for (var q = part * per_part; q < (part + 1u) * per_part; q++) {
             let o = tile_row(wid, block_row(ty, q), ns);
             if (o.y == 0u) {
                 continue;
             }
-            store_partial_row(tx, ty, q, col0, (wid.z * total + o.x) * p.cols, p.cols);
+            if (SPLIT > 1u) {
+                store_partial_row(tx, ty, q, col0, (wid.z * ns * p.rows_in + o.x) * p.cols, p.cols);
+            } else {
+                store_row(tx, ty, q, col0, o.x);
+            }
         }
-        return;
     }
-    for (var q = 0u; q < TM; q++) {
-        let o = tile_row(wid, block_row(ty, q), ns);
-        if (o.y == 0u) {
-            continue;
-        }
-        let s = o.x / p.rows_in;
-        let t = o.x % p.rows_in;
-        // Without upsampling every column of the row lands in the same output row: find it
-        // once, not per value (ring views cost two modulos each).
-        var rows = vec3<u32>(0u);
-        if (p.up == 1u) {
-            rows = output_row(s, i32(t));
-        }
-        for (var jb = 0u; jb < TN / 4u; jb++) {
-            let a = acc_at(tx, ty, q, jb);
-            let c0 = col0 + block_col(tx, jb);
-            for (var e = 0u; e < 4u; e++) {
-                if (c0 + e < p.cols) {
-                    if (p.up == 1u) {
-                        store_at(rows, c0 + e, a[e]);
-                    } else {
-                        store_output(s, t, c0 + e, a[e]);
-                    }
+}
+
+// The epilogue of block row `q`, flat row `flat` of the step, at the tile's columns from col0.
+fn store_row(tx: u32, ty: u32, q: u32, col0: u32, flat: u32) {
+    let s = flat / p.rows_in;
+    let t = flat % p.rows_in;
+    // Without upsampling every column of the row lands in the same output row: find it
+    // once, not per value (ring views cost two modulos each).
+    var rows = vec3<u32>(0u);
+    if (p.up == 1u) {
+        rows = output_row(s, i32(t));
+    }
+    for (var jb = 0u; jb < TN / 4u; jb++) {
+        let a = acc_at(tx, ty, q, jb);
+        let c0 = col0 + block_col(tx, jb);
+        for (var e = 0u; e < 4u; e++) {
+            if (c0 + e < p.cols) {
+                if (p.up == 1u) {
+                    store_at(rows, c0 + e, a[e]);
+                } else {
+                    store_output(s, t, c0 + e, a[e]);
                 }
             }
         }

@@ -77,12 +77,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             a1 = a1 / (1.0 + exp(min(-a1, vec4<f32>(80.0)))) * u1;
         }
         ss += sq(a0) + sq(a1);
-        stage_x(xk, xr, a0 * gamma4(c * kv + xk));
-        stage_x(xk2, xr, a1 * gamma4(c * kv + xk2));
+        stage_x(c, xk, xr, a0 * gamma4(c * kv + xk));
+        stage_x(c, xk2, xr, a1 * gamma4(c * kv + xk2));
         for (var q = 0u; q < 8u; q++) {
             if (q < W_LOADS) {
                 let f = t + q * THREADS;
-                stage_w(4u * (f / (4u * BN)) + f % 4u, (f / 4u) % BN, bf16x4(wv[q]));
+                stage_w(c, 4u * (f / (4u * BN)) + f % 4u, (f / 4u) % BN, bf16x4(wv[q]));
             }
         }
         workgroupBarrier();
@@ -101,18 +101,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
             }
         }
-        mma_chunk(tx, ty);
-        workgroupBarrier();
+        mma_chunk(c, tx, ty);
+        release_chunk();
     }
-    flush_acc(tx, ty);
+    // Block rows of each part of the sums (see flush_acc).
+    let per_part = TM / CS_PARTS;
 
     if (SPLIT > 1u) {
-        for (var q = 0u; q < TM; q++) {
-            let row = r0 + block_row(ty, q);
-            if (row >= rows) {
-                continue;
+        for (var part = 0u; part < CS_PARTS; part++) {
+            flush_acc(tx, ty, part);
+            for (var q = part * per_part; q < (part + 1u) * per_part; q++) {
+                let row = r0 + block_row(ty, q);
+                if (row < rows) {
+                    store_partial_row(tx, ty, q, n0, (wid.z * rows + row) * p.n, p.n);
+                }
             }
-            store_partial_row(tx, ty, q, n0, (wid.z * rows + row) * p.n, p.n);
         }
         return;
     }
@@ -120,28 +123,36 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         row_sums[t] = ss;
     }
     workgroupBarrier();
-    for (var q = 0u; q < TM; q++) {
-        let lr = block_row(ty, q);
-        let row = r0 + lr;
-        if (row >= rows) {
-            continue;
+    for (var part = 0u; part < CS_PARTS; part++) {
+        flush_acc(tx, ty, part);
+        for (var q = part * per_part; q < (part + 1u) * per_part; q++) {
+            store_row(tx, ty, q, r0, n0, rows);
         }
-        var scale = 1.0;
-        if (INPUT == INPUT_RMS) {
-            // Row lr was staged by threads 2 lr + 2 BM m and 2 lr + 1 + 2 BM m.
-            var q2 = 0.0;
-            for (var m = 0u; m < THREADS / (2u * BM); m++) {
-                q2 += row_sums[2u * lr + 2u * BM * m] + row_sums[2u * lr + 1u + 2u * BM * m];
-            }
-            scale = row_scale(q2);
+    }
+}
+
+// The epilogue of block row `q` of the tile at (r0, n0), if its row is one of the tick's.
+fn store_row(tx: u32, ty: u32, q: u32, r0: u32, n0: u32, rows: u32) {
+    let lr = block_row(ty, q);
+    let row = r0 + lr;
+    if (row >= rows) {
+        return;
+    }
+    var scale = 1.0;
+    if (INPUT == INPUT_RMS) {
+        // Row lr was staged by threads 2 lr + 2 BM m and 2 lr + 1 + 2 BM m.
+        var q2 = 0.0;
+        for (var m = 0u; m < THREADS / (2u * BM); m++) {
+            q2 += row_sums[2u * lr + 2u * BM * m] + row_sums[2u * lr + 1u + 2u * BM * m];
         }
-        for (var j = 0u; j < TN / 4u; j++) {
-            let v = acc_at(tx, ty, q, j) * scale;
-            let c0 = n0 + block_col(tx, j);
-            for (var e = 0u; e < 4u; e++) {
-                if (c0 + e < p.n) {
-                    finish(v[e], c0 + e, row);
-                }
+        scale = row_scale(q2);
+    }
+    for (var j = 0u; j < TN / 4u; j++) {
+        let v = acc_at(tx, ty, q, j) * scale;
+        let c0 = n0 + block_col(tx, j);
+        for (var e = 0u; e < 4u; e++) {
+            if (c0 + e < p.n) {
+                finish(v[e], c0 + e, row);
             }
         }
     }

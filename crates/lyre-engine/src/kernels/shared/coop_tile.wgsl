@@ -9,9 +9,18 @@ enable wgpu_cooperative_matrix;
 // (gpu::GpuContext::has_coop_f16).
 //
 // A subgroup owns a 16 × 32 (SG_TR = 1) or 32 × 32 (SG_TR = 2) block of C: tiles of 16, 32 and
-// 64 rows × 64 hold two 16 × 16 accumulators per subgroup, 64 × 128 (GemmTile::COOP_WIDE) four. After the K loop
-// flush_acc() stores them to workgroup memory, from where acc_at() hands each thread the same
-// block the register tile would, so the kernels' epilogues are shared.
+// 64 rows × 64 hold two 16 × 16 accumulators per subgroup, 64 × 128 (GemmTile::COOP_WIDE) four.
+//
+// The chunks are staged in two buffers, chunk c in buffer c % 2: a subgroup may stage chunk
+// c + 1 while another still multiplies chunk c, so one barrier per chunk (after staging) is
+// enough, and release_chunk() has nothing to wait for. The register tile has one buffer and
+// waits there.
+//
+// After the K loop the sums go through workgroup memory in CS_PARTS parts (one per 16-row band
+// of a subgroup's block, so every subgroup stores in each part): flush_acc(part) stores a part,
+// and acc_at() hands each thread the same number of values the register tile would, so the
+// kernels' epilogues are shared. Each part holds 16 KiB, which leaves room for the second
+// staging buffer.
 
 override TM: u32 = 4u;
 override TN: u32 = 4u;
@@ -25,16 +34,24 @@ override THREADS: u32 = 16u * WGY;
 override XS: u32 = BK + 8u;
 // 16-row bands of C per subgroup: the tile's 16 × 16 blocks over its subgroups, two per band.
 override SG_TR: u32 = BM * BN / (8u * THREADS * 2u);
+// Parts of C staged one after the other in coop_cs; the epilogue takes TM / CS_PARTS block rows
+// of each.
+override CS_PARTS: u32 = SG_TR;
+const STAGE_BUFFERS: u32 = 2u;
+// vec4s of one staging buffer: 64 rows (or 128 columns) × (32 + 8) f16.
+const XS_BUFFER: u32 = 640u;
+const WS_BUFFER: u32 = 1280u;
 
-// At most 64 rows × (32 + 8) f16, 128 columns × (32 + 8), and C at most 64 × 128 f32: 47 KiB,
-// so a kernel may add at most 1 KiB of its own to stay within 48 KiB. Cooperative loads and stores need 16-byte aligned
+// Two buffers of at most 64 rows × (32 + 8) f16 and 128 columns × (32 + 8), and a part of C of
+// 4096 f32 (32 rows × 128 or 64 × 64): 46 KiB, so a kernel may add at most 2 KiB of its own to
+// stay within 48 KiB. Cooperative loads and stores need 16-byte aligned
 // addresses, and the driver lays workgroup variables out in an order of its own: every
 // workgroup variable of a kernel that includes this file must be a multiple of 16 bytes.
 // Staged as vec4s of f16 (one 8-byte store per four values; four scalar stores measured slower);
 // the cooperative loads read them as f16 matrices with strides in vec4s.
-var<workgroup> coop_xs: array<vec4<f16>, 640>;
-var<workgroup> coop_ws: array<vec4<f16>, 1280>;
-var<workgroup> coop_cs: array<f32, 8192>;
+var<workgroup> coop_xs: array<vec4<f16>, 1280>;
+var<workgroup> coop_ws: array<vec4<f16>, 2560>;
+var<workgroup> coop_cs: array<f32, 4096>;
 
 var<private> cacc00: coop_mat16x16<f32, C>;
 var<private> cacc01: coop_mat16x16<f32, C>;
@@ -49,19 +66,20 @@ fn to_f16(v: vec4<f32>) -> vec4<f16> {
 // stage_x and stage_w are the same store into two arrays on purpose: one array holding both
 // (and one store function) measured 1.0 ms slower at batch 256 on the H200.
 
-// Stores A[row][4 k4 .. 4 k4 + 3] (chunk-relative k): row-major, XS per row.
-fn stage_x(k4: u32, row: u32, v: vec4<f32>) {
-    coop_xs[row * (XS / 4u) + k4] = to_f16(v);
+// Stores A[row][4 k4 .. 4 k4 + 3] of chunk `chunk` (chunk-relative k): row-major, XS per row.
+fn stage_x(chunk: u32, k4: u32, row: u32, v: vec4<f32>) {
+    coop_xs[(chunk % STAGE_BUFFERS) * XS_BUFFER + row * (XS / 4u) + k4] = to_f16(v);
 }
 
-// Stores B[4 k4 .. 4 k4 + 3][col]: column-major (a column's K contiguous), XS per column.
-fn stage_w(k4: u32, col: u32, v: vec4<f32>) {
-    coop_ws[col * (XS / 4u) + k4] = to_f16(v);
+// Stores B[4 k4 .. 4 k4 + 3][col] of chunk `chunk`: column-major (a column's K contiguous), XS per
+// column.
+fn stage_w(chunk: u32, k4: u32, col: u32, v: vec4<f32>) {
+    coop_ws[(chunk % STAGE_BUFFERS) * WS_BUFFER + col * (XS / 4u) + k4] = to_f16(v);
 }
 
 // stage_w for operands already in f16 (clamped and rounded like to_f16 when they were made).
-fn stage_w16(k4: u32, col: u32, v: vec4<f16>) {
-    coop_ws[col * (XS / 4u) + k4] = v;
+fn stage_w16(chunk: u32, k4: u32, col: u32, v: vec4<f16>) {
+    coop_ws[(chunk % STAGE_BUFFERS) * WS_BUFFER + col * (XS / 4u) + k4] = v;
 }
 
 fn clear_acc() {
@@ -78,39 +96,60 @@ fn sg_origin(tx: u32, ty: u32) -> vec2<u32> {
     return vec2<u32>((sg / across) * 16u * SG_TR, (sg % across) * 32u);
 }
 
-fn mma_chunk(tx: u32, ty: u32) {
+fn mma_chunk(chunk: u32, tx: u32, ty: u32) {
     let o = sg_origin(tx, ty);
+    let xb = (chunk % STAGE_BUFFERS) * XS_BUFFER;
+    let wb = (chunk % STAGE_BUFFERS) * WS_BUFFER;
     for (var kk = 0u; kk < BK; kk += 16u) {
-        let a0 = coopLoadT<coop_mat16x16<f16, A>>(&coop_xs[(o.x * XS + kk) / 4u], XS / 4u);
-        let b0 = coopLoad<coop_mat16x16<f16, B>>(&coop_ws[(o.y * XS + kk) / 4u], XS / 4u);
-        let b1 = coopLoad<coop_mat16x16<f16, B>>(&coop_ws[((o.y + 16u) * XS + kk) / 4u], XS / 4u);
+        let a0 = coopLoadT<coop_mat16x16<f16, A>>(&coop_xs[xb + (o.x * XS + kk) / 4u], XS / 4u);
+        let b0 = coopLoad<coop_mat16x16<f16, B>>(&coop_ws[wb + (o.y * XS + kk) / 4u], XS / 4u);
+        let b1 = coopLoad<coop_mat16x16<f16, B>>(&coop_ws[wb + ((o.y + 16u) * XS + kk) / 4u], XS / 4u);
         cacc00 = coopMultiplyAdd(a0, b0, cacc00);
         cacc01 = coopMultiplyAdd(a0, b1, cacc01);
         if (SG_TR == 2u) {
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&coop_xs[((o.x + 16u) * XS + kk) / 4u], XS / 4u);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&coop_xs[xb + ((o.x + 16u) * XS + kk) / 4u], XS / 4u);
             cacc10 = coopMultiplyAdd(a1, b0, cacc10);
             cacc11 = coopMultiplyAdd(a1, b1, cacc11);
         }
     }
 }
 
-// Stores the accumulators to coop_cs ([BM][BN], row-major); every thread calls it after the K
-// loop, before the first acc_at.
-fn flush_acc(tx: u32, ty: u32) {
+// Called after mma_chunk(c): chunk c + 2, the next to reuse its buffer, is staged only after
+// the barrier that follows chunk c + 1's staging, which every thread reaches after multiplying
+// chunk c.
+fn release_chunk() {}
+
+// Stores part `part` of the sums to coop_cs: every subgroup's 16-row band `part`, at stage row
+// 16 × (the subgroup's row band). Every thread calls it for each part in turn after the K loop
+// (in uniform control flow), before that part's acc_at.
+fn flush_acc(tx: u32, ty: u32, part: u32) {
     let o = sg_origin(tx, ty);
-    let at = o.x * BN + o.y;
-    coopStoreT(cacc00, &coop_cs[at], BN);
-    coopStoreT(cacc01, &coop_cs[at + 16u], BN);
-    if (SG_TR == 2u) {
-        coopStoreT(cacc10, &coop_cs[at + 16u * BN], BN);
-        coopStoreT(cacc11, &coop_cs[at + 16u * BN + 16u], BN);
+    let at = (o.x / (16u * SG_TR)) * 16u * BN + o.y;
+    if (part > 0u) {
+        // Every thread has read the previous part.
+        workgroupBarrier();
+    }
+    if (part == 0u) {
+        coopStoreT(cacc00, &coop_cs[at], BN);
+        coopStoreT(cacc01, &coop_cs[at + 16u], BN);
+    } else {
+        coopStoreT(cacc10, &coop_cs[at], BN);
+        coopStoreT(cacc11, &coop_cs[at + 16u], BN);
     }
     workgroupBarrier();
 }
 
-// Tile-relative row of this thread's block row `q` (0 .. TM - 1), as in gemm_tile.wgsl.
+// The row of coop_cs holding this thread's block row `q` (0 .. TM - 1; part q / (TM / CS_PARTS)).
+fn stage_row(ty: u32, q: u32) -> u32 {
+    let per = TM / CS_PARTS;
+    return per * ty + q % per;
+}
+
+// Tile-relative row of this thread's block row `q`: stage row r of part p is row r % 16 of the
+// part's band of the subgroups of row band r / 16.
 fn block_row(ty: u32, q: u32) -> u32 {
-    return (q / 4u) * 4u * WGY + 4u * ty + q % 4u;
+    let r = stage_row(ty, q);
+    return (r / 16u) * 16u * SG_TR + 16u * (q / (TM / CS_PARTS)) + r % 16u;
 }
 
 // Tile-relative first column of this thread's column band `j` (0 .. TN/4 - 1).
@@ -118,8 +157,8 @@ fn block_col(tx: u32, j: u32) -> u32 {
     return j * 64u + 4u * tx;
 }
 
-// The four sums of block row `q`, column band `j`.
+// The four sums of block row `q`, column band `j`, after flush_acc of its part.
 fn acc_at(tx: u32, ty: u32, q: u32, j: u32) -> vec4<f32> {
-    let i = block_row(ty, q) * BN + block_col(tx, j);
+    let i = stage_row(ty, q) * BN + block_col(tx, j);
     return vec4<f32>(coop_cs[i], coop_cs[i + 1u], coop_cs[i + 2u], coop_cs[i + 3u]);
 }

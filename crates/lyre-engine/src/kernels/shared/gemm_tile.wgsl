@@ -12,10 +12,12 @@
 // rows × 64); TM = 8 with BK = 16, WGY = 16 and TN = 4 or 8 (128 × 64 or 128 × 128). Workgroup memory holds
 // BK·(BM + 4) + BK·(BN + 4) floats, at most 17 KiB for these shapes.
 //
-// The kernel supplies the loaders: it calls stage_x / stage_w with four consecutive k values of
-// one row / column, then workgroupBarrier(), mma_chunk(), workgroupBarrier(); after the K loop,
-// flush_acc() in uniform control flow, then acc_at() for its epilogue. coop_tile.wgsl has the
-// same interface on cooperative matrices.
+// The kernel supplies the loaders: for chunk c it calls stage_x / stage_w with four consecutive
+// k values of one row / column, then workgroupBarrier(), mma_chunk(c), release_chunk(); after
+// the K loop, for each part of CS_PARTS in turn, flush_acc(part) in uniform control flow, then
+// acc_at() for that part's block rows (TM / CS_PARTS of them) in its epilogue. coop_tile.wgsl
+// has the same interface on cooperative matrices. Here the sums stay in registers (one part)
+// and the chunks are staged in one buffer, so the chunk index only matters there.
 
 override TM: u32 = 4u; // rows per thread: 4 or 8
 override TN: u32 = 4u; // columns per thread: 4 or 8
@@ -24,6 +26,7 @@ override WGY: u32 = 16u; // threads per column of the workgroup (16 × WGY threa
 override BM: u32 = WGY * TM;
 override BN: u32 = 16u * TN;
 override THREADS: u32 = 16u * WGY;
+const CS_PARTS: u32 = 1u;
 
 var<workgroup> gemm_xs: array<vec4<f32>, 544>; // [BK][xs_row()], four rows per vec4
 var<workgroup> gemm_ws: array<vec4<f32>, 544>; // [BK][ws_row()], four columns per vec4
@@ -59,7 +62,7 @@ fn ws_row() -> u32 {
 }
 
 // Stores A[row][4 k4 .. 4 k4 + 3] (chunk-relative k) into xs.
-fn stage_x(k4: u32, row: u32, v: vec4<f32>) {
+fn stage_x(chunk: u32, k4: u32, row: u32, v: vec4<f32>) {
     let s = xs_row();
     let i = 4u * k4 * s + row / 4u;
     let c = row % 4u;
@@ -70,7 +73,7 @@ fn stage_x(k4: u32, row: u32, v: vec4<f32>) {
 }
 
 // Stores B[4 k4 .. 4 k4 + 3][col] (chunk-relative k) into ws.
-fn stage_w(k4: u32, col: u32, v: vec4<f32>) {
+fn stage_w(chunk: u32, k4: u32, col: u32, v: vec4<f32>) {
     let s = ws_row();
     let i = 4u * k4 * s + col / 4u;
     let c = col % 4u;
@@ -101,7 +104,7 @@ fn clear_acc() {
 
 // Adds the staged chunk's products to this thread's block. The shape tests are on override
 // constants, so each pipeline keeps only its own branch.
-fn mma_chunk(tx: u32, ty: u32) {
+fn mma_chunk(chunk: u32, tx: u32, ty: u32) {
     let xs = xs_row();
     let ws = ws_row();
     for (var k = 0u; k < BK; k++) {
@@ -148,8 +151,13 @@ fn block_col(tx: u32, j: u32) -> u32 {
     return j * 64u + 4u * tx;
 }
 
+// Waits until every thread has multiplied the chunk, before the next is staged in its place.
+fn release_chunk() {
+    workgroupBarrier();
+}
+
 // Nothing to do here: the sums are already in registers (coop_tile.wgsl stores its own).
-fn flush_acc(tx: u32, ty: u32) {}
+fn flush_acc(tx: u32, ty: u32, part: u32) {}
 
 // The accumulator of block row `q`, column band `j` of thread (tx, ty).
 fn acc_at(tx: u32, ty: u32, q: u32, j: u32) -> vec4<f32> {
