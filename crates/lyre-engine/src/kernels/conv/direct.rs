@@ -92,10 +92,10 @@ impl Conv1d<'_> {
         )
     }
 
-    /// Row tiling: a workgroup covers `rows_per_group` input rows, either of one session
-    /// (`y_rows` = rows per session) or, when a session has fewer rows that divide it, of
-    /// several whole sessions (`y_rows` = rows per group).
-    fn grid(&self, out_threads: u32, rows_per_group: u32) -> Result<(u32, Grid)> {
+    /// Row tiling: a workgroup covers `out_threads` columns (grid x) and `rows_per_group`
+    /// input rows, either of one session (`y_rows` = rows per session) or, when a session has
+    /// fewer rows that divide it, of several whole sessions (`y_rows` = rows per group).
+    pub(super) fn grid(&self, out_threads: u32, rows_per_group: u32) -> Result<(u32, Grid)> {
         let x = Extent::Fixed(check_groups(self.label, self.conv.shape.cols().div_ceil(out_threads))?);
         let t = self.rows_in.max(1);
         if t < rows_per_group && rows_per_group.is_multiple_of(t) {

@@ -1,11 +1,12 @@
 //! The codec decoder's convolutions: causal conv1d, transposed conv1d and linear layers as one
 //! kernel over sequence views ([`Conv1d`]: direct, or an implicit GEMM for ticks with many
-//! rows), and depthwise convs.
+//! rows; a narrow kernel for layers of a few output columns), and depthwise convs.
 
 mod conv1d;
 mod conv1d_gemm;
 mod depthwise_conv;
 mod direct;
+mod narrow;
 mod snake_weights;
 
 pub use conv1d::{
@@ -13,6 +14,7 @@ pub use conv1d::{
     PackedConv, Residual,
 };
 pub use depthwise_conv::DepthwiseConv;
+pub use narrow::MAX_COLS as NARROW_MAX_COLS;
 pub use snake_weights::SnakeWeights;
 
 use crate::error::Result;
@@ -21,8 +23,9 @@ use crate::kernels::gemm_tile::GemmTile;
 use crate::kernels::Env;
 
 /// The kernels of this family.
-pub(super) const SOURCES: [KernelSource; 5] = [
+pub(super) const SOURCES: [KernelSource; 6] = [
     direct::SOURCE,
+    narrow::SOURCE,
     conv1d_gemm::SOURCE,
     conv1d_gemm::SOURCE_COOP,
     conv1d_gemm::SOURCE_REDUCE,
@@ -34,13 +37,17 @@ pub(super) const COOP_AND_FALLBACK: (KernelSource, KernelSource) =
     (conv1d_gemm::SOURCE_COOP, conv1d_gemm::SOURCE);
 
 impl Conv1d<'_> {
-    /// The dispatch of this site: the direct kernel, at a narrower K split as its alternative
+    /// The dispatch of this site: for a layer of at most [`NARROW_MAX_COLS`] virtual columns the
+    /// narrow kernel; else the direct kernel, at a narrower K split as its alternative
     /// for ticks of several sessions, and the GEMM kernel for ticks with many rows where
     /// [`KernelChoice::conv_gemm_levels`](crate::kernels::select::KernelChoice::conv_gemm_levels)
     /// allows it (with K split where its grid is short; unless the GEMM already takes over from
     /// two sessions).
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
         let (params, buffers) = self.prepare(env)?;
+        if self.conv.shape.cols() <= NARROW_MAX_COLS {
+            return self.build_narrow(env, params, &buffers);
+        }
         let tiling = self.direct_tiling()?;
         let (single, shared) =
             direct::k_splits(&tiling, self.conv.shape.cin4(), env.kernels.conv_max_k_split());

@@ -3,8 +3,8 @@
 // [n][k]. Grid: (column tiles, row tiles, SPLIT). K must be a multiple of BK; TM · BK = 128, so
 // each thread stages two vec4s of x per chunk.
 //
-// The loads of chunks c + 1 and c + 2 are in flight in registers while chunk c is multiplied;
-// the input transform (gamma, SwiGLU gate) is applied when staging.
+// The loads of chunk c + 1 are issued into registers before chunk c is multiplied, so they are
+// in flight during the FMAs; the input transform (gamma, SwiGLU gate) is applied when staging.
 //
 // SPLIT > 1 splits K over grid z: each workgroup writes its raw partial block to `part`
 // ([z][rows][n]) and matmul_split_reduce.wgsl adds the partials in order and applies the
@@ -30,50 +30,79 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let r0 = wid.y * BM;
     let tx = t % 16u;
     let ty = t / 16u;
+    let k4_all = p.k / 4u;
     let chunks = p.k / BK;
+    let kv = BK / 4u; // vec4s of K per chunk
     let per_split = (chunks + SPLIT - 1u) / SPLIT;
     let c_begin = min(wid.z * per_split, chunks);
     let c_end = min(c_begin + per_split, chunks);
 
-    let ld = Loader(
-        row_base(min(r0 + (t / 2u) % BM, rows - 1u)),
-        (t / 2u) % BM,
-        2u * (t / (2u * BM)) + t % 2u,
-        2u * ((t + THREADS) / (2u * BM)) + t % 2u,
-        n0,
-        t,
-    );
+    // x loader: row xr of the tile, chunk-relative vec4s xk and xk2 (pairs of threads read 32
+    // contiguous bytes of a row). Rows past the tick's last repeat it; they are not written.
+    let xr = (t / 2u) % BM;
+    let xk = 2u * (t / (2u * BM)) + t % 2u;
+    let xk2 = 2u * ((t + THREADS) / (2u * BM)) + t % 2u;
+    let xbase = row_base(min(r0 + xr, rows - 1u));
+    // w loader q: thread t + q · THREADS of the chunk's BN × BK/4 vec2s, quads of threads
+    // reading 32 contiguous bytes of a weight row.
+    var wv: array<vec2<u32>, 8>;
+    var x0 = vec4<f32>(0.0);
+    var x1 = vec4<f32>(0.0);
+    var u0 = vec4<f32>(0.0);
+    var u1 = vec4<f32>(0.0);
 
     clear_acc();
     var ss = 0.0;
-    // Two chunks' loads in flight: chunk c + 2's are issued once chunk c is staged, into the
-    // registers it came from. The loop body is written out for both register sets, because a
-    // private array indexed by c % 2 would live in local memory on NVIDIA.
-    var set_a: ChunkLoads;
-    var set_b: ChunkLoads;
-    if (c_begin < c_end) {
-        set_a = load_chunk(ld, c_begin);
+    var c = c_begin;
+    if (c < c_end) {
+        // Prologue: the first chunk's loads.
+        x0 = x[xbase + c * kv + xk];
+        x1 = x[xbase + c * kv + xk2];
+        if (INPUT == INPUT_SWIGLU) {
+            u0 = x[xbase + k4_all + c * kv + xk];
+            u1 = x[xbase + k4_all + c * kv + xk2];
+        }
+        for (var q = 0u; q < 8u; q++) {
+            if (q < W_LOADS) {
+                wv[q] = w[w_index(t + q * THREADS, n0, c)];
+            }
+        }
     }
-    if (c_begin + 1u < c_end) {
-        set_b = load_chunk(ld, c_begin + 1u);
-    }
-    for (var c = c_begin; c < c_end; c += 2u) {
-        ss += stage_chunk(ld, c, set_a);
+    for (; c < c_end; c++) {
+        // Stage chunk c from the registers.
+        var a0 = x0;
+        var a1 = x1;
+        if (INPUT == INPUT_SWIGLU) {
+            a0 = a0 / (1.0 + exp(min(-a0, vec4<f32>(80.0)))) * u0;
+            a1 = a1 / (1.0 + exp(min(-a1, vec4<f32>(80.0)))) * u1;
+        }
+        ss += sq(a0) + sq(a1);
+        stage_x(c, xk, xr, a0 * gamma4(c * kv + xk));
+        stage_x(c, xk2, xr, a1 * gamma4(c * kv + xk2));
+        for (var q = 0u; q < 8u; q++) {
+            if (q < W_LOADS) {
+                let f = t + q * THREADS;
+                stage_w(c, 4u * (f / (4u * BN)) + f % 4u, (f / 4u) % BN, bf16x4(wv[q]));
+            }
+        }
         workgroupBarrier();
-        if (c + 2u < c_end) {
-            set_a = load_chunk(ld, c + 2u);
+        // Issue chunk c + 1's loads, then multiply chunk c while they are in flight.
+        if (c + 1u < c_end) {
+            let next = (c + 1u) * kv;
+            x0 = x[xbase + next + xk];
+            x1 = x[xbase + next + xk2];
+            if (INPUT == INPUT_SWIGLU) {
+                u0 = x[xbase + k4_all + next + xk];
+                u1 = x[xbase + k4_all + next + xk2];
+            }
+            for (var q = 0u; q < 8u; q++) {
+                if (q < W_LOADS) {
+                    wv[q] = w[w_index(t + q * THREADS, n0, c + 1u)];
+                }
+            }
         }
         mma_chunk(c, tx, ty);
         release_chunk();
-        if (c + 1u < c_end) {
-            ss += stage_chunk(ld, c + 1u, set_b);
-            workgroupBarrier();
-            if (c + 3u < c_end) {
-                set_b = load_chunk(ld, c + 3u);
-            }
-            mma_chunk(c + 1u, tx, ty);
-            release_chunk();
-        }
     }
     // Block rows of each part of the sums (see flush_acc).
     let per_part = TM / CS_PARTS;
@@ -127,68 +156,6 @@ fn store_row(tx: u32, ty: u32, q: u32, r0: u32, n0: u32, rows: u32) {
             }
         }
     }
-}
-
-// Where this thread's loads of a chunk come from and go: x row base (vec4s) and tile row xr,
-// chunk-relative vec4s xk and xk2 of that row (pairs of threads read 32 contiguous bytes of a
-// row; rows past the tick's last repeat it and are not written), the tile's first column n0,
-// and the thread t, whose weight load q is vec2 t + q · THREADS of the chunk's BN × BK/4 (quads
-// of threads reading 32 contiguous bytes of a weight row).
-struct Loader {
-    xbase: u32,
-    xr: u32,
-    xk: u32,
-    xk2: u32,
-    n0: u32,
-    t: u32,
-}
-
-// The registers one chunk's loads land in (u0, u1: the SwiGLU input's up half).
-struct ChunkLoads {
-    x0: vec4<f32>,
-    x1: vec4<f32>,
-    u0: vec4<f32>,
-    u1: vec4<f32>,
-    w: array<vec2<u32>, 8>,
-}
-
-// Issues this thread's loads of chunk c.
-fn load_chunk(ld: Loader, c: u32) -> ChunkLoads {
-    var r: ChunkLoads;
-    let at = ld.xbase + c * (BK / 4u);
-    r.x0 = x[at + ld.xk];
-    r.x1 = x[at + ld.xk2];
-    if (INPUT == INPUT_SWIGLU) {
-        r.u0 = x[at + p.k / 4u + ld.xk];
-        r.u1 = x[at + p.k / 4u + ld.xk2];
-    }
-    for (var q = 0u; q < 8u; q++) {
-        if (q < W_LOADS) {
-            r.w[q] = w[w_index(ld.t + q * THREADS, ld.n0, c)];
-        }
-    }
-    return r;
-}
-
-// Stages chunk c from its loads, with the input transform (gamma, SwiGLU gate); returns the
-// sum of squares of the x values it staged before gamma (the RMS-normed mode's row sums).
-fn stage_chunk(ld: Loader, c: u32, r: ChunkLoads) -> f32 {
-    var a0 = r.x0;
-    var a1 = r.x1;
-    if (INPUT == INPUT_SWIGLU) {
-        a0 = a0 / (1.0 + exp(min(-a0, vec4<f32>(80.0)))) * r.u0;
-        a1 = a1 / (1.0 + exp(min(-a1, vec4<f32>(80.0)))) * r.u1;
-    }
-    let kv = BK / 4u;
-    stage_x(c, ld.xk, ld.xr, a0 * gamma4(c * kv + ld.xk));
-    stage_x(c, ld.xk2, ld.xr, a1 * gamma4(c * kv + ld.xk2));
-    for (var q = 0u; q < 8u; q++) {
-        if (q < W_LOADS) {
-            let f = ld.t + q * THREADS;
-            stage_w(c, 4u * (f / (4u * BN)) + f % 4u, (f / 4u) % BN, bf16x4(r.w[q]));
-        }
-    }
-    return sq(a0) + sq(a1);
 }
 
 // Index (in vec2s of four bf16) of weight load f of the chunk c of the tile at column n0:

@@ -3,6 +3,7 @@
 
 mod conv;
 mod conv_gemm;
+mod conv_narrow;
 mod conv_snake;
 mod elementwise;
 mod norm;
