@@ -27,7 +27,12 @@ const ROWS_PER_GROUP: u32 = 32;
 
 impl Conv1d<'_> {
     /// The narrow kernel, for a layer of at most [`MAX_COLS`] virtual columns.
-    pub(super) fn build_narrow(&self, env: &Env, mut params: Params, buffers: &[&wgpu::Buffer]) -> Result<Dispatch> {
+    pub(super) fn build_narrow(
+        &self,
+        env: &Env,
+        mut params: Params,
+        buffers: &[&wgpu::Buffer],
+    ) -> Result<Dispatch> {
         let (y_rows, grid) = self.grid(MAX_COLS, ROWS_PER_GROUP)?;
         params.y_rows = y_rows;
         let pipeline = env.ctx.pipeline(SOURCE, &[]);
