@@ -14,7 +14,6 @@ pub use conv1d::{
     PackedConv, Residual,
 };
 pub use depthwise_conv::DepthwiseConv;
-pub use narrow::MAX_COLS as NARROW_MAX_COLS;
 pub use snake_weights::SnakeWeights;
 
 use crate::error::Result;
@@ -37,15 +36,15 @@ pub(super) const COOP_AND_FALLBACK: (KernelSource, KernelSource) =
     (conv1d_gemm::SOURCE_COOP, conv1d_gemm::SOURCE);
 
 impl Conv1d<'_> {
-    /// The dispatch of this site: for a layer of at most [`NARROW_MAX_COLS`] virtual columns the
-    /// narrow kernel; else the direct kernel, at a narrower K split as its alternative
+    /// The dispatch of this site: the narrow kernel for a layer of a few columns
+    /// ([`KernelChoice::conv_narrow`](crate::kernels::select::KernelChoice::conv_narrow)); else the direct kernel, at a narrower K split as its alternative
     /// for ticks of several sessions, and the GEMM kernel for ticks with many rows where
     /// [`KernelChoice::conv_gemm_levels`](crate::kernels::select::KernelChoice::conv_gemm_levels)
     /// allows it (with K split where its grid is short; unless the GEMM already takes over from
     /// two sessions).
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
         let (params, buffers) = self.prepare(env)?;
-        if self.conv.shape.cols() <= NARROW_MAX_COLS {
+        if env.kernels.conv_narrow(self.conv.shape.cols()) {
             return self.build_narrow(env, params, &buffers);
         }
         let tiling = self.direct_tiling()?;

@@ -1,11 +1,12 @@
-//! The narrow conv kernel (`conv1d_narrow.wgsl`): layers of at most [`MAX_COLS`] virtual
-//! columns, such as the decoder's last conv to one audio channel, at every tick size. Several
-//! threads share each row's reduction, where the direct kernel's thread per column would walk
-//! it alone.
+//! The narrow conv kernel (`conv1d_narrow.wgsl`): layers of at most
+//! [`NARROW_MAX_COLS`] virtual columns, such as the decoder's last conv to one audio channel, at
+//! every tick size. Several threads share each row's reduction, where the direct kernel's
+//! thread per column would walk it alone.
 
 use super::conv1d::{Conv1d, Params};
 use crate::error::Result;
 use crate::gpu::{Dispatch, KernelSource};
+use crate::kernels::select::NARROW_MAX_COLS;
 use crate::kernels::seq_view::sequence_dispatch;
 use crate::kernels::Env;
 
@@ -20,22 +21,32 @@ pub const SOURCE: KernelSource = KernelSource {
     ),
 };
 
-/// The most virtual columns a layer may have to take this kernel (`MAX_COLS` in the WGSL).
-pub const MAX_COLS: u32 = 4;
 /// Rows per workgroup (`ROWS` in the WGSL).
 const ROWS_PER_GROUP: u32 = 32;
 
 impl Conv1d<'_> {
-    /// The narrow kernel, for a layer of at most [`MAX_COLS`] virtual columns.
+    /// The narrow kernel, for a layer of at most [`NARROW_MAX_COLS`] virtual columns.
     pub(super) fn build_narrow(
         &self,
         env: &Env,
         mut params: Params,
         buffers: &[&wgpu::Buffer],
     ) -> Result<Dispatch> {
-        let (y_rows, grid) = self.grid(MAX_COLS, ROWS_PER_GROUP)?;
+        let (y_rows, grid) = self.grid(NARROW_MAX_COLS, ROWS_PER_GROUP)?;
         params.y_rows = y_rows;
         let pipeline = env.ctx.pipeline(SOURCE, &[]);
         Ok(sequence_dispatch(env, pipeline, self.label, &params, self.sessions, buffers, grid))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The WGSL's column bound is the one the selection applies.
+    #[test]
+    fn the_kernel_takes_as_many_columns_as_the_selection_sends_it() {
+        let wgsl = include_str!("conv1d_narrow.wgsl");
+        assert!(wgsl.contains(&format!("const MAX_COLS: u32 = {NARROW_MAX_COLS}u;")), "MAX_COLS");
     }
 }

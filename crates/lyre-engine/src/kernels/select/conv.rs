@@ -1,5 +1,6 @@
-//! Which kernel computes a codec conv layer: the direct kernel (many small workgroups, K split
-//! over slices) or, for ticks with many rows, the implicit GEMM on the tiles of the matmuls.
+//! Which kernel computes a codec conv layer: the narrow kernel for layers of a few output
+//! columns, else the direct kernel (many small workgroups, K split over slices) or, for ticks
+//! with many rows, the implicit GEMM on the tiles of the matmuls.
 
 use super::KernelChoice;
 use crate::kernels::gemm_tile::GemmTile;
@@ -7,6 +8,11 @@ use crate::kernels::seq_view::MAX_GROUPS;
 
 /// Lanes per K slice of the direct conv kernel (its `WG`).
 pub const CONV_WORKGROUP: u32 = 64;
+
+/// Layers of at most this many virtual columns take the narrow kernel at every tick size
+/// (`conv1d_narrow.wgsl`'s `MAX_COLS`): the direct kernel's thread per column would walk the
+/// whole reduction alone, and a GEMM tile would leave most of its columns idle.
+pub const NARROW_MAX_COLS: u32 = 4;
 
 /// When a layer takes the GEMM: at least `min_rows` live rows (sessions × input rows per
 /// session), `min_cols` virtual columns, and `min_tiles` workgroups in the GEMM's grid. Per-layer
@@ -17,8 +23,7 @@ pub const CONV_WORKGROUP: u32 = 64;
 /// split over up to `max_split` workgroups per tile and `min_tiles` counts the split grid's
 /// workgroups; with that, the GEMM from 32 rows measured faster than from 128 on an H100 (batch
 /// 8 and 16: 2–4 % per tick; performance-history.md). The decoder's transformer linears never
-/// reach it, and layers narrower than 32 columns keep the direct kernel (the output conv has 1
-/// column, which would leave 63 of every 64 tile columns idle).
+/// reach it, and layers narrower than 32 columns keep the direct kernel (or the narrow one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GemmPolicy {
     pub min_rows: u32,
@@ -118,6 +123,8 @@ impl GemmPolicy {
 /// The kernel a conv layer runs in a tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConvKernel {
+    /// Several threads per row, for layers of at most [`NARROW_MAX_COLS`] columns.
+    Narrow,
     /// The direct kernel (its K split follows the layer's grid).
     Direct,
     /// The implicit GEMM, K split `split` ways (1: not split).
@@ -127,6 +134,7 @@ pub enum ConvKernel {
 impl std::fmt::Display for ConvKernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            ConvKernel::Narrow => write!(f, "narrow"),
             ConvKernel::Direct => write!(f, "direct"),
             ConvKernel::Gemm { tile, split } => {
                 let on = if tile.coop { " cooperative" } else { "" };
@@ -176,9 +184,19 @@ impl KernelChoice {
         self.conv_gemm_policy().levels(rows_in, cols, chunks, self.conv_tile(), partial_bytes)
     }
 
-    /// The kernel of a conv layer (as [`KernelChoice::conv_gemm_levels`]) in a tick of
-    /// `sessions` sessions, with the split-K scratch of [`KernelChoice::partials_bytes`].
+    /// Whether a conv layer of `cols` virtual columns takes the narrow kernel (at every tick
+    /// size, whatever the GEMM policy).
+    pub fn conv_narrow(&self, cols: u32) -> bool {
+        cols <= NARROW_MAX_COLS
+    }
+
+    /// The kernel of a conv layer (the narrow one, or as [`KernelChoice::conv_gemm_levels`]) in
+    /// a tick of `sessions` sessions, with the split-K scratch of
+    /// [`KernelChoice::partials_bytes`].
     pub fn conv(&self, rows_in: u32, cols: u32, chunks: u32, sessions: u32) -> ConvKernel {
+        if self.conv_narrow(cols) {
+            return ConvKernel::Narrow;
+        }
         let levels = self.conv_gemm_levels(rows_in, cols, chunks, self.partials_bytes());
         match levels.iter().rev().find(|l| sessions >= l.min_sessions) {
             Some(l) => ConvKernel::Gemm { tile: self.conv_tile(), split: l.split },

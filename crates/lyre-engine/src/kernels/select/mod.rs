@@ -7,7 +7,7 @@ mod conv;
 mod layer;
 mod matmul;
 
-pub use conv::{ConvKernel, GemmLevel, GemmPolicy, CONV_WORKGROUP, SPLIT_TARGET_GROUPS};
+pub use conv::{ConvKernel, GemmLevel, GemmPolicy, CONV_WORKGROUP, NARROW_MAX_COLS, SPLIT_TARGET_GROUPS};
 pub use layer::{grid_size, AttentionKernel, AttentionSplit, RopeKernel};
 pub use matmul::{few_rows_columns, MatmulKernel, MatmulPlan, FEW_ROWS_THREADS, MAX_SPLIT};
 
@@ -152,7 +152,9 @@ mod tests {
         assert!(matches!(down.at(9), MatmulKernel::Gemm { .. }), "{down:?}");
         assert_eq!(forced.persistent_grid(), 1, "one workgroup on a CPU adapter");
         // One tile of eight chunks: K split four ways (each part keeps two chunks).
-        assert_eq!(forced.conv(1, 1, 8, 1), ConvKernel::Gemm { tile: GemmTile::ROWS_128, split: 4 });
+        assert_eq!(forced.conv(1, 8, 8, 1), ConvKernel::Gemm { tile: GemmTile::ROWS_128, split: 4 });
+        // A layer of four columns or fewer takes the narrow kernel, whatever the policy.
+        assert_eq!(forced.conv(1, 4, 8, 1), ConvKernel::Narrow);
         // The defaults keep them off there.
         let plain = choice(CPU, &[]);
         assert_eq!(plain.matmul_plan(64, 64, false, plain.partials_bytes()).at(64), MatmulKernel::PerThread);

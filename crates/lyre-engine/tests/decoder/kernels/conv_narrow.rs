@@ -1,7 +1,8 @@
 //! The narrow conv kernel, which every site of at most `NARROW_MAX_COLS` virtual columns takes
 //! (the decoder's last conv has one): against the CPU references of conv.rs.
 
-use lyre_engine::kernels::conv::{Activation, NARROW_MAX_COLS};
+use lyre_engine::kernels::conv::Activation;
+use lyre_engine::kernels::select::NARROW_MAX_COLS;
 
 use super::conv::{dilated_conv_case, linear_case, transposed_conv_case, Kernel};
 
