@@ -29,7 +29,7 @@ section "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 section "cargo test"
 cargo test --workspace --locked
-section "parity and decoder again with the GPU kernels forced on (subgroup mat-vec, attention and RoPE; persistent layers (one workgroup) at one row, heads split into up to 4 parts from 8 keys; few-rows matmuls at 2-8 rows, GEMMs above; GEMM convs at every row count)"
+section "parity and decoder again with the GPU kernels forced on (subgroup mat-vec, attention and RoPE; persistent layers (one workgroup) at one row, heads split into up to 4 parts from 8 keys; few-rows matmuls at 2-8 rows, GEMMs above; GEMM convs at every row count, the narrow kernel for the last conv)"
 # The [engine.tuning] keys (docs/kernels.md), as LYRE_ENGINE_TUNING_* variables, on the test
 # binaries the run above built (run directly: `cargo test --test parity` alone would resolve the
 # workspace's features differently and rebuild). The kernel tests, the frame-by-frame decode
@@ -40,7 +40,7 @@ section "parity and decoder again with the GPU kernels forced on (subgroup mat-v
 # GEMM and split attention as the other cases' prompts; 67 s of the pass) are not rerun.
 forced=(MATMUL=subgroup PERSISTENT=on PERSISTENT_GROUPS=1 ATTENTION_CHUNKS=4 ATTENTION_CHUNK_KEYS=4
   GEMM=on GEMM_MIN_ROWS=1 FEW_ROWS=on FEW_ROWS_MIN_ROWS=2 FEW_ROWS_MIN_COLS=1
-  CONV_GEMM_MIN_ROWS=1 CONV_GEMM_MIN_COLS=1 CONV_GEMM_MIN_TILES=0)
+  CONV_GEMM_MIN_ROWS=1 CONV_GEMM_MIN_COLS=1 CONV_GEMM_MIN_TILES=0 CONV_NARROW=on)
 test_binary() {
   cargo test --workspace --locked --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, sys

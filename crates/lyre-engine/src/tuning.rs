@@ -137,6 +137,8 @@ pub struct EngineTuning {
     pub conv_coop: bool,
     /// Most K slices of the codec's conv kernel in a tick of one session.
     pub conv_max_split: u32,
+    /// Conv layers of a few output columns (the codec's last) on the narrow kernel.
+    pub conv_narrow: Switch,
 }
 
 impl Default for EngineTuning {
@@ -174,6 +176,7 @@ impl Default for EngineTuning {
             conv_tile: TileName::Rows128,
             conv_coop: true,
             conv_max_split: 16,
+            conv_narrow: Switch::Auto,
         }
     }
 }

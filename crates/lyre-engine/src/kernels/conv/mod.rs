@@ -43,10 +43,10 @@ impl Conv1d<'_> {
     /// allows it (with K split where its grid is short; unless the GEMM already takes over from
     /// two sessions).
     pub fn build(&self, env: &Env) -> Result<Dispatch> {
-        let (params, buffers) = self.prepare(env)?;
         if env.kernels.conv_narrow(self.conv.shape.cols()) {
-            return self.build_narrow(env, params, &buffers);
+            return self.build_narrow(env);
         }
+        let (params, buffers) = self.prepare(env)?;
         let tiling = self.direct_tiling()?;
         let (single, shared) =
             direct::k_splits(&tiling, self.conv.shape.cin4(), env.kernels.conv_max_k_split());

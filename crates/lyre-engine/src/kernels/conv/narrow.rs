@@ -3,8 +3,8 @@
 //! every tick size. Several threads share each row's reduction, where the direct kernel's
 //! thread per column would walk it alone.
 
-use super::conv1d::{Conv1d, Params};
-use crate::error::Result;
+use super::conv1d::Conv1d;
+use crate::error::{EngineError, Result};
 use crate::gpu::{Dispatch, KernelSource};
 use crate::kernels::select::NARROW_MAX_COLS;
 use crate::kernels::seq_view::sequence_dispatch;
@@ -25,17 +25,21 @@ pub const SOURCE: KernelSource = KernelSource {
 const ROWS_PER_GROUP: u32 = 32;
 
 impl Conv1d<'_> {
-    /// The narrow kernel, for a layer of at most [`NARROW_MAX_COLS`] virtual columns.
-    pub(super) fn build_narrow(
-        &self,
-        env: &Env,
-        mut params: Params,
-        buffers: &[&wgpu::Buffer],
-    ) -> Result<Dispatch> {
+    /// The narrow kernel, whatever the tuning (for tests and tools); an error for a layer of
+    /// more than [`NARROW_MAX_COLS`] virtual columns.
+    pub fn build_narrow(&self, env: &Env) -> Result<Dispatch> {
+        let cols = self.conv.shape.cols();
+        if cols > NARROW_MAX_COLS {
+            return Err(EngineError::Gpu(format!(
+                "`{}`: {cols} columns for the narrow conv kernel (at most {NARROW_MAX_COLS})",
+                self.label
+            )));
+        }
+        let (mut params, buffers) = self.prepare(env)?;
         let (y_rows, grid) = self.grid(NARROW_MAX_COLS, ROWS_PER_GROUP)?;
         params.y_rows = y_rows;
         let pipeline = env.ctx.pipeline(SOURCE, &[]);
-        Ok(sequence_dispatch(env, pipeline, self.label, &params, self.sessions, buffers, grid))
+        Ok(sequence_dispatch(env, pipeline, self.label, &params, self.sessions, &buffers, grid))
     }
 }
 

@@ -9,9 +9,10 @@ use crate::kernels::seq_view::MAX_GROUPS;
 /// Lanes per K slice of the direct conv kernel (its `WG`).
 pub const CONV_WORKGROUP: u32 = 64;
 
-/// Layers of at most this many virtual columns take the narrow kernel at every tick size
-/// (`conv1d_narrow.wgsl`'s `MAX_COLS`): the direct kernel's thread per column would walk the
-/// whole reduction alone, and a GEMM tile would leave most of its columns idle.
+/// Layers of at most this many virtual columns take the narrow kernel at every tick size where
+/// `tuning.conv_narrow` allows (`conv1d_narrow.wgsl`'s `MAX_COLS`): on a GPU the direct
+/// kernel's thread per column would walk the whole reduction alone, and a GEMM tile would leave
+/// most of its columns idle.
 pub const NARROW_MAX_COLS: u32 = 4;
 
 /// When a layer takes the GEMM: at least `min_rows` live rows (sessions × input rows per
@@ -185,9 +186,11 @@ impl KernelChoice {
     }
 
     /// Whether a conv layer of `cols` virtual columns takes the narrow kernel (at every tick
-    /// size, whatever the GEMM policy).
+    /// size, whatever the GEMM policy): at most [`NARROW_MAX_COLS`], where `tuning.conv_narrow`
+    /// is on (by default on GPUs: on lavapipe the tiny model's codec ran 3–5× slower with it,
+    /// its workgroups of 256 threads and a barrier costing more than they share).
     pub fn conv_narrow(&self, cols: u32) -> bool {
-        cols <= NARROW_MAX_COLS
+        cols <= NARROW_MAX_COLS && self.tuning.conv_narrow.enabled(self.adapter.cpu)
     }
 
     /// The kernel of a conv layer (the narrow one, or as [`KernelChoice::conv_gemm_levels`]) in

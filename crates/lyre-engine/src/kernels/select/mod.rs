@@ -153,8 +153,10 @@ mod tests {
         assert_eq!(forced.persistent_grid(), 1, "one workgroup on a CPU adapter");
         // One tile of eight chunks: K split four ways (each part keeps two chunks).
         assert_eq!(forced.conv(1, 8, 8, 1), ConvKernel::Gemm { tile: GemmTile::ROWS_128, split: 4 });
-        // A layer of four columns or fewer takes the narrow kernel, whatever the policy.
-        assert_eq!(forced.conv(1, 4, 8, 1), ConvKernel::Narrow);
+        // A layer of four columns or fewer takes the narrow kernel where it is forced on,
+        // whatever the GEMM policy.
+        assert_eq!(choice(CPU, &[("conv_narrow", "on")]).conv(1, 4, 8, 1), ConvKernel::Narrow);
+        assert_eq!(forced.conv(1, 4, 8, 1), ConvKernel::Gemm { tile: GemmTile::ROWS_128, split: 4 });
         // The defaults keep them off there.
         let plain = choice(CPU, &[]);
         assert_eq!(plain.matmul_plan(64, 64, false, plain.partials_bytes()).at(64), MatmulKernel::PerThread);

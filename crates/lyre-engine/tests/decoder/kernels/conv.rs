@@ -8,12 +8,15 @@ use lyre_engine::kernels::seq_view::SeqView;
 use super::*;
 
 /// Which conv1d kernel a case runs: the site's own choice (the direct kernel, or the GEMM one
-/// where the tuning's `conv_gemm_*` keys ask for it), or the GEMM kernel with a given tile and
-/// K split whatever the row count.
+/// where the tuning's `conv_gemm_*` keys ask for it, or the narrow one for a few columns where
+/// `conv_narrow` does), the GEMM kernel with a given tile and K split whatever the row count,
+/// or the narrow kernel whatever the tuning.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Kernel {
     Site,
     Gemm(GemmTile, u32),
+    /// The narrow kernel, whatever the tuning.
+    Narrow,
 }
 
 impl Kernel {
@@ -21,6 +24,7 @@ impl Kernel {
         match self {
             Kernel::Site => conv.build(&gpu.env()).map(|d| vec![d]),
             Kernel::Gemm(tile, split) => conv.build_gemm(&gpu.env(), tile, split),
+            Kernel::Narrow => conv.build_narrow(&gpu.env()).map(|d| vec![d]),
         }
         .unwrap()
     }
