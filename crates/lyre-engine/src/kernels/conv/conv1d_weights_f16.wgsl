@@ -5,6 +5,6 @@
 
 alias WeightVec = vec4<f16>;
 
-fn stage_weight(c: u32, k4: u32, col: u32, v: WeightVec) {
-    stage_w16(c, k4, col, v);
+fn stage_weight(chunk: u32, k4: u32, col: u32, v: WeightVec) {
+    stage_w16(chunk, k4, col, v);
 }

@@ -37,8 +37,9 @@ pub(super) const COOP_AND_FALLBACK: (KernelSource, KernelSource) =
 
 impl Conv1d<'_> {
     /// The dispatch of this site: the narrow kernel for a layer of a few columns
-    /// ([`KernelChoice::conv_narrow`](crate::kernels::select::KernelChoice::conv_narrow)); else the direct kernel, at a narrower K split as its alternative
-    /// for ticks of several sessions, and the GEMM kernel for ticks with many rows where
+    /// ([`KernelChoice::conv_narrow`](crate::kernels::select::KernelChoice::conv_narrow)); else
+    /// the direct kernel, at a narrower K split as its alternative for ticks of several
+    /// sessions, and the GEMM kernel for ticks with many rows where
     /// [`KernelChoice::conv_gemm_levels`](crate::kernels::select::KernelChoice::conv_gemm_levels)
     /// allows it (with K split where its grid is short; unless the GEMM already takes over from
     /// two sessions).
