@@ -113,7 +113,8 @@ pub(super) fn dispatches(
     );
     let rows = Extent::RowsTimes { count: RowCount::Sessions, times: site.rows_in.max(1), per_group: 1 };
     let reduce = Dispatch {
-        label: site.label.to_string(),
+        // Its own row in per-dispatch profiles.
+        label: format!("{}.reduce", site.label),
         pipeline: reduce,
         bind_group,
         grid: Grid {

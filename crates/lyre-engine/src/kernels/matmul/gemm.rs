@@ -98,7 +98,8 @@ pub(super) fn dispatches(
             .map(|(i, &b)| (i as u32, b))
             .collect();
         out.push(Dispatch {
-            label: site.label.to_string(),
+            // Its own row in per-dispatch profiles.
+            label: format!("{}.reduce", site.label),
             bind_group: ctx.bind_group_at(site.label, &reduce, &used),
             pipeline: reduce,
             grid: Grid::new(Extent::Fixed(groups(site.n, REDUCE_COLS)), Extent::rows(site.rows)),
