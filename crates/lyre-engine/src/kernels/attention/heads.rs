@@ -76,8 +76,8 @@ impl KvFormat {
     /// The declarations the cache kernels' WGSL starts with.
     pub fn prelude(self) -> &'static str {
         match self {
-            KvFormat::F32 => "alias kv_t = f32;\n",
-            KvFormat::F16 => "enable f16;\nalias kv_t = f16;\n",
+            KvFormat::F32 => include_str!("kv_f32.wgsl"),
+            KvFormat::F16 => include_str!("kv_f16.wgsl"),
         }
     }
 }

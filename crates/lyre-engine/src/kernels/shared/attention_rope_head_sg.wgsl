@@ -73,15 +73,15 @@ fn attend_head(t: u32, h: u32, src: u32, slot: u32, pos: u32, first: u32, last: 
     for (var i = 0u; i < MAX_DPL; i++) {
         qv[i] *= p.scale;
     }
-    // The row's own key and value as the cache stores them (rounded to kv_t), so this path
-    // equals the one that reads them back from the cache.
+    // The row's own key and value as the cache stores them (kv_round), so this path equals the
+    // one that reads them back from the cache.
     var k_new = rotated_head(src, p.n_heads + kvh, lane, pos);
     var v_new = array<f32, 8>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     let v_src = src + (p.n_heads + p.n_kv_heads + kvh) * hd + lane;
     for (var i = 0u; i < MAX_DPL; i++) {
         if (i < DPL) {
-            k_new[i] = f32(kv_t(k_new[i]));
-            v_new[i] = f32(kv_t(load_qkv(v_src + i * SG)));
+            k_new[i] = kv_round(k_new[i]);
+            v_new[i] = kv_round(load_qkv(v_src + i * SG));
         }
     }
     if (h % group == 0u && s == 0u && last == pos) {
