@@ -85,6 +85,8 @@ pub fn load_layers(
 /// [`KernelChoice::fused_swiglu_max_rows`](crate::kernels::select::KernelChoice::fused_swiglu_max_rows)).
 pub struct StackBuffers {
     pub x: wgpu::Buffer,
+    /// One row of the residual stream between a persistent layer's attention and its MLP.
+    pub x_mid: wgpu::Buffer,
     pub qkv: wgpu::Buffer,
     pub q: wgpu::Buffer,
     pub attn: wgpu::Buffer,
@@ -99,6 +101,7 @@ impl StackBuffers {
         };
         Ok(StackBuffers {
             x: f("x", s.hidden)?,
+            x_mid: ctx.storage_zeroed(&format!("{label}.x_mid"), (s.hidden * 4) as u64)?,
             qkv: f("qkv", s.heads.qkv_width() as usize)?,
             q: f("q", s.q())?,
             attn: f("attn", s.q())?,
@@ -204,6 +207,7 @@ impl StackRun<'_> {
             eps: s.eps,
             weights: w,
             x: &self.bufs.x,
+            x_mid: &self.bufs.x_mid,
             qkv: &self.bufs.qkv,
             attn: &self.bufs.attn,
             act: &self.bufs.act,

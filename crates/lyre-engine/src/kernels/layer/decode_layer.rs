@@ -26,7 +26,7 @@ pub const SOURCE: KernelSource = KernelSource {
 };
 
 /// Storage bindings of the kernel.
-const STORAGE_BINDINGS: u32 = 18;
+const STORAGE_BINDINGS: u32 = 19;
 /// Workgroup memory besides the input vector: attention_merge_sg.wgsl's arrays, the sums and
 /// decode_layer_attention.wgsl's part states.
 const FIXED_WORKGROUP_BYTES: u32 = 2048 * 4 + 3 * 64 * 4 + 16 + 2 * MAX_PARTS * 4;
@@ -133,6 +133,9 @@ pub struct DecodeLayer<'a> {
     pub weights: &'a LayerWeights,
     /// The residual stream, in and out.
     pub x: &'a wgpu::Buffer,
+    /// The residual stream after attention (one row): the phases write each activation once
+    /// per dispatch (decode_layer.wgsl says why).
+    pub x_mid: &'a wgpu::Buffer,
     /// Scratch of the phases: q|k|v, the attention output and the gated MLP activation.
     pub qkv: &'a wgpu::Buffer,
     pub attn: &'a wgpu::Buffer,
@@ -216,6 +219,7 @@ impl DecodeLayer<'_> {
                 &w.post_norm,
                 &w.gate_up,
                 &w.down,
+                self.x_mid,
             ],
         );
         Dispatch {

@@ -10,11 +10,13 @@
 // the same math as the five dispatches of model/transformer.rs at one row.
 //
 // Every workgroup must be resident at once (p.groups is at most what the GPU runs together; 1 on
-// CPU adapters). The activations that cross workgroups (x, qkv, attn, act) are read and written
-// with atomics: the barrier does not invalidate other workgroups' L1 lines, and a plain load
-// after it can return a value cached before the writer stored (measured on the H200).
-// Weights, the RoPE tables and the KV cache (each cache row is written and read by the same
-// workgroup in one dispatch, or written by an earlier dispatch) use plain loads.
+// CPU adapters). The grid barrier does not invalidate other workgroups' L1 lines: a plain load
+// after it returns a stale value if its line was cached before the writer stored (seen on the
+// H200 when x was read, rewritten and read again in one dispatch). So every activation that
+// crosses workgroups is written once per dispatch into a buffer no workgroup has read yet in
+// it, and read only after the barrier that follows: q|k|v (A), attn (B), x_mid, the residual
+// stream after attention (C), act (D). x itself is read in A, C and E and written only in E,
+// where nothing reads it again before the dispatch ends. Dispatch boundaries clear L1.
 // Needs hidden to be a multiple of 8, the q width and inter of 16, and attend_head's head_dim
 // rule.
 
@@ -47,12 +49,12 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> rows: array<Row>;
-@group(0) @binding(2) var<storage, read_write> qkv: array<atomic<u32>>;
+@group(0) @binding(2) var<storage, read_write> qkv: array<f32>;
 // Bindings 3 and 4 (q_norm, k_norm): qk_norm_weights.wgsl; 5-8 (RoPE tables, KV cache):
 // attention_rope_head_sg.wgsl.
-@group(0) @binding(9) var<storage, read_write> attn: array<atomic<u32>>;
-@group(0) @binding(10) var<storage, read_write> x: array<atomic<u32>>;
-@group(0) @binding(11) var<storage, read_write> act: array<atomic<u32>>;
+@group(0) @binding(9) var<storage, read_write> attn: array<f32>;
+@group(0) @binding(10) var<storage, read_write> x: array<f32>;
+@group(0) @binding(11) var<storage, read_write> act: array<f32>;
 // [0]: barrier arrivals (every dispatch adds a multiple of groups); [1]: waits that gave up;
 // from [4]: split attention's partial outputs and softmax states.
 @group(0) @binding(12) var<storage, read_write> sync: array<atomic<u32>>;
@@ -62,6 +64,7 @@ struct Params {
 @group(0) @binding(16) var<storage, read> post_norm: array<vec4<u32>>;
 @group(0) @binding(17) var<storage, read> w_gate_up: array<vec4<u32>>;
 @group(0) @binding(18) var<storage, read> w_down: array<vec4<u32>>;
+@group(0) @binding(19) var<storage, read_write> x_mid: array<f32>;
 
 // Which buffer a helper reads (literal arguments, so each call site specialises).
 const QKV: u32 = 0u;
@@ -73,13 +76,14 @@ const POST_NORM: u32 = 1u;
 const X: u32 = 0u;
 const ATTN: u32 = 1u;
 const ACT: u32 = 2u;
+const X_MID: u32 = 3u;
 
 var<workgroup> vec_in: array<vec4<f32>, VEC4S>;
 var<workgroup> wg_part: array<f32, MAX_NSG>;
 var<workgroup> wg_row: vec2<u32>;
 
 fn load_qkv(i: u32) -> f32 {
-    return bitcast<f32>(atomicLoad(&qkv[i]));
+    return qkv[i];
 }
 
 fn weight(which: u32, i: u32) -> vec4<u32> {
@@ -93,9 +97,10 @@ fn weight(which: u32, i: u32) -> vec4<u32> {
 
 fn activation(which: u32, i: u32) -> f32 {
     switch which {
-        case 0u: { return bitcast<f32>(atomicLoad(&x[i])); }
-        case 1u: { return bitcast<f32>(atomicLoad(&attn[i])); }
-        default: { return bitcast<f32>(atomicLoad(&act[i])); }
+        case 0u: { return x[i]; }
+        case 1u: { return attn[i]; }
+        case 2u: { return act[i]; }
+        default: { return x_mid[i]; }
     }
 }
 
@@ -135,14 +140,14 @@ fn load_input(t: u32, which: u32, n: u32) -> f32 {
     return ss;
 }
 
-// vec_in = rmsnorm(x) · gamma. A thread's first gamma load is issued before the sum of squares,
-// so that its latency hides behind the sum's instead of following it.
-fn load_normed(t: u32, gamma: u32) {
+// vec_in = rmsnorm(activation `src`) · gamma. A thread's first gamma load is issued before the
+// sum of squares, so that its latency hides behind the sum's instead of following it.
+fn load_normed(t: u32, src: u32, gamma: u32) {
     var first_g = vec4<u32>(0u);
     if (t < p.hidden / 8u) {
         first_g = gamma8(gamma, t);
     }
-    let total = workgroup_sum(t, load_input(t, X, p.hidden));
+    let total = workgroup_sum(t, load_input(t, src, p.hidden));
     let scale = inverseSqrt(total / f32(p.hidden) + p.eps);
     for (var i = t; i < p.hidden / 8u; i += WG) {
         var g = first_g;
@@ -155,13 +160,13 @@ fn load_normed(t: u32, gamma: u32) {
     workgroupBarrier();
 }
 
-// x[r] on lane 0 (0 elsewhere and past the last row), loaded before the dot product it is added
-// to, so that its latency hides behind the weights' instead of following them. Only this
-// subgroup writes x[r] in the phase.
-fn residual_at(lane: u32, r: u32) -> f32 {
+// Element r of the residual stream `src` on lane 0 (0 elsewhere and past the last row), loaded
+// before the dot product it is added to, so that its latency hides behind the weights' instead
+// of following them.
+fn residual_at(lane: u32, src: u32, r: u32) -> f32 {
     var v = 0.0;
     if (lane == 0u && r < p.hidden) {
-        v = activation(X, r);
+        v = activation(src, r);
     }
     return v;
 }
@@ -209,15 +214,15 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
     let qkv_width = q_width + 2u * p.n_kv_heads * p.head_dim;
 
     // A: qkv, two rows (a stride apart) per subgroup at a time.
-    load_normed(t, INPUT_NORM);
+    load_normed(t, X, INPUT_NORM);
     for (var r0 = first; r0 < qkv_width; r0 += 2u * stride) {
         let ra = r0 + sg;
         let d = dot_runs(QKV, row_pair(ra, stride, qkv_width, h / 8u), lane);
         if (lane == 0u && ra < qkv_width) {
-            atomicStore(&qkv[ra], bitcast<u32>(d.x));
+            qkv[ra] = d.x;
         }
         if (lane == 0u && ra + stride < qkv_width) {
-            atomicStore(&qkv[ra + stride], bitcast<u32>(d.y));
+            qkv[ra + stride] = d.y;
         }
     }
     grid_barrier(t);
@@ -227,7 +232,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
     attend_chunks(t, wid.x, row, chunks);
     grid_barrier(t);
 
-    // C: x += W_o · attn, a row's two halves at once.
+    // C: x_mid = x + W_o · attn, a row's two halves at once.
     if (chunks > 1u) {
         load_merged(t, chunks);
     } else {
@@ -236,34 +241,34 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
     workgroupBarrier();
     for (var r0 = first; r0 < h; r0 += stride) {
         let r = r0 + sg;
-        let residual = residual_at(lane, r);
+        let residual = residual_at(lane, X, r);
         let d = dot_runs(O, row_halves(r, h, q_width / 8u), lane);
         if (lane == 0u && r < h) {
-            atomicStore(&x[r], bitcast<u32>(residual + d.x + d.y));
+            x_mid[r] = residual + d.x + d.y;
         }
     }
     grid_barrier(t);
 
     // D: act = SwiGLU(gate_up), a subgroup computing the gate and up rows of one output.
-    load_normed(t, POST_NORM);
+    load_normed(t, X_MID, POST_NORM);
     for (var r0 = first; r0 < p.inter; r0 += stride) {
         let r = r0 + sg;
         let gu = dot_runs(GATE_UP, gate_up_pair(r, p.inter, h / 8u), lane);
         if (lane == 0u && r < p.inter) {
-            atomicStore(&act[r], bitcast<u32>(gu.x / (1.0 + exp(min(-gu.x, 80.0))) * gu.y));
+            act[r] = gu.x / (1.0 + exp(min(-gu.x, 80.0))) * gu.y;
         }
     }
     grid_barrier(t);
 
-    // E: x += W_down · act.
+    // E: x = x_mid + W_down · act.
     _ = load_input(t, ACT, p.inter);
     workgroupBarrier();
     for (var r0 = first; r0 < h; r0 += stride) {
         let r = r0 + sg;
-        let residual = residual_at(lane, r);
+        let residual = residual_at(lane, X_MID, r);
         let d = dot_runs(DOWN, row_halves(r, h, p.inter / 8u), lane);
         if (lane == 0u && r < h) {
-            atomicStore(&x[r], bitcast<u32>(residual + d.x + d.y));
+            x[r] = residual + d.x + d.y;
         }
     }
 }

@@ -29,7 +29,7 @@ fn store_out(i: u32, v: f32) {
     if (split_parts) {
         atomicStore(&sync[SCRATCH + i], bitcast<u32>(v));
     } else {
-        atomicStore(&attn[i], bitcast<u32>(v));
+        attn[i] = v;
     }
 }
 
