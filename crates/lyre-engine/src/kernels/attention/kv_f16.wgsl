@@ -3,8 +3,8 @@ enable f16;
 // The KV cache in f16 (KvFormat::F16): kv_round(x) is f32(f16(x)), the value the cache stores
 // for x, rounded to nearest even in integer arithmetic. Written as f32(kv_t(x)), the fused
 // decode step's attention came out up to 2.4e-4 away from the two kernels that read the row's
-// key and value back from the cache on an H100 (their caches equal): the suspicion is that the
-// driver's compiler drops the round trip. Not yet run on NVIDIA.
+// key and value back from the cache on an H100 (their caches equal): the driver's compiler
+// dropped the round trip. With kv_round the two agree there.
 alias kv_t = f16;
 
 fn kv_round(x: f32) -> f32 {
