@@ -4,9 +4,9 @@
 //   B  q/k-norm + RoPE, KV-cache write, attention      (attention_rope_head_sg.wgsl, per q head,
 //                                                      or per part of its keys at long contexts:
 //                                                      decode_layer_attention.wgsl)
-//   C  x += W_o · attn
-//   D  act = SwiGLU(W_gate_up · rmsnorm(x))            (post-attention RMSNorm)
-//   E  x += W_down · act
+//   C  x_mid = x + W_o · attn
+//   D  act = SwiGLU(W_gate_up · rmsnorm(x_mid))        (post-attention RMSNorm)
+//   E  x = x_mid + W_down · act
 // the same math as the five dispatches of model/transformer.rs at one row.
 //
 // Every workgroup must be resident at once (p.groups is at most what the GPU runs together; 1 on
