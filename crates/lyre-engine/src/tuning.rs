@@ -105,10 +105,15 @@ pub struct EngineTuning {
     pub gemm_max_split: u32,
     /// The GEMM tile from 256 rows.
     pub gemm_large_tile: TileName,
+    /// Chunks of K whose loads a matmul GEMM workgroup keeps in flight, 1 or 2.
+    pub gemm_prefetch: u32,
     /// Rows from which GEMM tiles run on cooperative matrices (where `coop` leaves them on).
     pub coop_min_rows: u32,
     /// Cooperative tiles of 64 × 128 for 64 rows and more (else 64 × 64).
     pub coop_wide: bool,
+    /// Cooperative GEMM levels starting at this many rows take the 64 × 128 tile where
+    /// `coop_wide` is on, even where their register tile has 16 or 32 rows.
+    pub coop_wide_min_rows: u32,
     /// Most rows for which `down` reads SwiGLU(gate_up) in its input load.
     pub fused_swiglu_max_rows: u32,
     /// q/k-norm + RoPE and attention in one dispatch on decode steps (subgroup kernels).
@@ -135,6 +140,8 @@ pub struct EngineTuning {
     pub conv_tile: TileName,
     /// Codec conv GEMMs on cooperative matrices where the adapter has them.
     pub conv_coop: bool,
+    /// Chunks of K whose loads a conv GEMM workgroup keeps in flight, 1 or 2.
+    pub conv_prefetch: u32,
     /// Most K slices of the codec's conv kernel in a tick of one session.
     pub conv_max_split: u32,
     /// Conv layers of a few output columns (the codec's last) on the narrow kernel.
@@ -160,8 +167,10 @@ impl Default for EngineTuning {
             gemm_min_rows: 8,
             gemm_max_split: 16,
             gemm_large_tile: TileName::Rows64,
+            gemm_prefetch: 1,
             coop_min_rows: 33,
             coop_wide: true,
+            coop_wide_min_rows: 33,
             fused_swiglu_max_rows: 1,
             fused_attention: true,
             persistent: Switch::Auto,
@@ -175,6 +184,7 @@ impl Default for EngineTuning {
             conv_gemm_max_split: 8,
             conv_tile: TileName::Rows128,
             conv_coop: true,
+            conv_prefetch: 1,
             conv_max_split: 16,
             conv_narrow: Switch::Auto,
         }
@@ -197,8 +207,11 @@ impl EngineTuning {
             ("few_rows_max_rows", self.few_rows_max_rows, 1, 32),
             ("gemm_min_rows", self.gemm_min_rows, 1, u32::MAX),
             ("gemm_max_split", self.gemm_max_split, 1, 32),
+            ("gemm_prefetch", self.gemm_prefetch, 1, 2),
+            ("conv_prefetch", self.conv_prefetch, 1, 2),
             ("first_submit_dispatches", self.first_submit_dispatches, 0, 65_536),
             ("coop_min_rows", self.coop_min_rows, 1, u32::MAX),
+            ("coop_wide_min_rows", self.coop_wide_min_rows, 1, u32::MAX),
             ("persistent_groups", self.persistent_groups, 1, 1024),
             ("attention_chunks", self.attention_chunks, 0, 16),
             ("attention_chunk_keys", self.attention_chunk_keys, 1, u32::MAX),

@@ -193,6 +193,11 @@ impl KernelChoice {
         self.adapter.coop_f16.then(|| self.tuning.coop_min_rows.max(1))
     }
 
+    /// Chunks of K whose loads a matmul GEMM workgroup keeps in flight (1 or 2).
+    pub fn gemm_prefetch(&self) -> u32 {
+        self.tuning.gemm_prefetch.clamp(1, 2)
+    }
+
     /// Bytes of split-K partials a plan should allocate for
     /// [`Env::partials`](crate::kernels::Env::partials).
     pub fn partials_bytes(&self) -> u64 {
@@ -218,6 +223,17 @@ impl KernelChoice {
         tile.coop_for(self.tuning.coop_wide)
     }
 
+    /// The cooperative tile of a GEMM level whose register tile is `tile`, from `first` rows:
+    /// [`GemmTile::COOP_WIDE`] from `tuning.coop_wide_min_rows` where `tuning.coop_wide` is on,
+    /// else [`KernelChoice::coop_tile`].
+    fn coop_level_tile(&self, tile: GemmTile, first: u32) -> GemmTile {
+        if self.tuning.coop_wide && first >= self.tuning.coop_wide_min_rows {
+            GemmTile::COOP_WIDE
+        } else {
+            self.coop_tile(tile)
+        }
+    }
+
     /// The GEMM levels of an `n × k` matmul: (first row count, kernel), for every level that
     /// [`KernelChoice::gemm_min_rows`] and `floor` (the first row count left to the GEMM)
     /// leave and whose chunk divides K; from [`KernelChoice::coop_min_rows`] on, on
@@ -235,7 +251,8 @@ impl KernelChoice {
             // The level's cooperative form and the first row count it takes, where it has one.
             let coop = coop_from
                 .filter(|&c| c <= l.max_rows)
-                .map(|c| (self.coop_tile(l.tile), first.max(c)))
+                .map(|c| first.max(c))
+                .map(|coop_first| (self.coop_level_tile(l.tile, coop_first), coop_first))
                 .filter(|(t, _)| k.is_multiple_of(t.bk));
             if coop.is_none_or(|(_, coop_first)| first < coop_first) {
                 out.push((first, MatmulKernel::Gemm { tile: l.tile, split }));
@@ -243,8 +260,10 @@ impl KernelChoice {
             if let Some((tile, coop_first)) = coop {
                 // A cooperative chunk is multiplied faster, so fewer workgroups keep the GPU
                 // busy: half the register tile's target (measured best for every shape at
-                // 32-256 rows).
-                let level = Level { tile, target_groups: l.target_groups / 2, ..*l };
+                // 32-256 rows), scaled down where the cooperative tile holds more rows than the
+                // register tile it replaces (as many workgroups as that tile's own level).
+                let taller = tile.rows().max(l.tile.rows()) / l.tile.rows();
+                let level = Level { tile, target_groups: l.target_groups / 2 / taller, ..*l };
                 let split = gemm_split(&level, n, k, partials, max_split);
                 out.push((coop_first, MatmulKernel::Gemm { tile, split }));
             }

@@ -205,6 +205,17 @@ mod tests {
         assert!(matches!(plan.at(256), MatmulKernel::Gemm { tile: GemmTile::ROWS_128_WIDE, .. }), "{plan:?}");
         assert!(matches!(plan.at(255), MatmulKernel::Gemm { tile: GemmTile::ROWS_64, .. }), "{plan:?}");
         assert_eq!(choice(GPU, &[("conv_max_split", "4")]).conv_max_k_split(), 4);
+        // The 17–32-row level on the wide cooperative tile takes the 33-row level's split.
+        let default = gpu.matmul_plan(4096, 1024, false, gpu.partials_bytes());
+        assert_eq!(default.at(32), MatmulKernel::Gemm { tile: GemmTile::ROWS_32, split: 8 });
+        let wide = choice(GPU, &[("coop_min_rows", "17"), ("coop_wide_min_rows", "17")]);
+        let plan = wide.matmul_plan(4096, 1024, false, wide.partials_bytes());
+        assert_eq!(plan.at(17), plan.at(33), "{plan:?}");
+        assert_eq!(plan.at(32), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE, split: 4 });
+        let coop32 = choice(GPU, &[("coop_min_rows", "17")]).matmul_plan(4096, 1024, false, 1 << 30);
+        assert!(
+            matches!(coop32.at(32), MatmulKernel::Gemm { tile, .. } if tile == GemmTile::ROWS_32.on_coop().unwrap())
+        );
         let small = Adapter { max_invocations_per_workgroup: 256, ..GPU };
         assert_eq!(KernelChoice::for_adapter(small, &t).conv_max_k_split(), 4, "within the workgroup size");
     }

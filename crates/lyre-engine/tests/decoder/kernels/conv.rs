@@ -4,6 +4,7 @@ use lyre_engine::kernels::conv::{
 };
 use lyre_engine::kernels::gemm_tile::GemmTile;
 use lyre_engine::kernels::seq_view::SeqView;
+use lyre_engine::kernels::Env;
 
 use super::*;
 
@@ -15,6 +16,8 @@ use super::*;
 pub(super) enum Kernel {
     Site,
     Gemm(GemmTile, u32),
+    /// The GEMM kernel with two chunks' loads in flight (`conv_prefetch = 2`).
+    GemmPrefetching(GemmTile, u32),
     /// The narrow kernel, whatever the tuning.
     Narrow,
 }
@@ -24,6 +27,10 @@ impl Kernel {
         match self {
             Kernel::Site => conv.build(&gpu.env()).map(|d| vec![d]),
             Kernel::Gemm(tile, split) => conv.build_gemm(&gpu.env(), tile, split),
+            Kernel::GemmPrefetching(tile, split) => {
+                let kernels = gpu.kernels_with(&[("conv_prefetch", "2")]);
+                conv.build_gemm(&Env { kernels: &kernels, ..gpu.env() }, tile, split)
+            }
             Kernel::Narrow => conv.build_narrow(&gpu.env()).map(|d| vec![d]),
         }
         .unwrap()
@@ -33,7 +40,9 @@ impl Kernel {
     /// largest output.
     pub(super) fn tolerance(self, base: f32, want: &[f32]) -> f32 {
         match self {
-            Kernel::Gemm(tile, _) if tile.coop => 2e-3 * want.iter().fold(1.0f32, |m, v| m.max(v.abs())),
+            Kernel::Gemm(tile, _) | Kernel::GemmPrefetching(tile, _) if tile.coop => {
+                2e-3 * want.iter().fold(1.0f32, |m, v| m.max(v.abs()))
+            }
             _ => base,
         }
     }
