@@ -105,8 +105,6 @@ pub struct EngineTuning {
     pub gemm_max_split: u32,
     /// The GEMM tile from 256 rows.
     pub gemm_large_tile: TileName,
-    /// Chunks of K whose loads a matmul GEMM workgroup keeps in flight, 1 or 2.
-    pub gemm_prefetch: u32,
     /// Rows from which GEMM tiles run on cooperative matrices (where `coop` leaves them on).
     pub coop_min_rows: u32,
     /// Cooperative tiles of 64 × 128 for 64 rows and more (else 64 × 64).
@@ -167,7 +165,6 @@ impl Default for EngineTuning {
             gemm_min_rows: 8,
             gemm_max_split: 16,
             gemm_large_tile: TileName::Rows64,
-            gemm_prefetch: 1,
             coop_min_rows: 33,
             coop_wide: true,
             coop_wide_min_rows: 33,
@@ -207,7 +204,6 @@ impl EngineTuning {
             ("few_rows_max_rows", self.few_rows_max_rows, 1, 32),
             ("gemm_min_rows", self.gemm_min_rows, 1, u32::MAX),
             ("gemm_max_split", self.gemm_max_split, 1, 32),
-            ("gemm_prefetch", self.gemm_prefetch, 1, 2),
             ("conv_prefetch", self.conv_prefetch, 1, 2),
             ("first_submit_dispatches", self.first_submit_dispatches, 0, 65_536),
             ("coop_min_rows", self.coop_min_rows, 1, u32::MAX),

@@ -50,16 +50,6 @@ impl Gpu {
         Gpu { ctx, kernels, counts, dummy, scratch, partials }
     }
 
-    /// The kernel choices of the tests' tuning with `keys` set on top.
-    pub fn kernels_with(&self, keys: &[(&str, &str)]) -> KernelChoice {
-        let mut tuning = tuning();
-        for (key, value) in keys {
-            tuning.set(key, value).expect("a tuning key");
-        }
-        tuning.validate().expect("a valid tuning");
-        KernelChoice::new(&self.ctx, &tuning)
-    }
-
     /// Whether the adapter runs the GEMM tiles on cooperative matrices (lavapipe does not).
     /// `LYRE_REQUIRE_COOP=1` (the H200 runs) turns their absence into a failure instead of a run
     /// without those kernels.

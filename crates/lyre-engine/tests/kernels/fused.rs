@@ -62,14 +62,6 @@ fn cpu_swiglu(gu: &[f32], rows: usize, k: usize) -> Vec<f64> {
     out
 }
 
-/// Every kernel on `gpu`, then the GEMMs again on `prefetching` (two chunks' loads in flight:
-/// `gemm_prefetch = 2`).
-fn cases<'a>(gpu: &'a Gpu, prefetching: &'a Gpu) -> Vec<(&'a Gpu, MatmulKernel)> {
-    let all = kernels(gpu);
-    let gemms = all.clone().into_iter().filter(|k| matches!(k, MatmulKernel::Gemm { .. }));
-    all.into_iter().map(|k| (gpu, k)).chain(gemms.map(|k| (prefetching, k))).collect()
-}
-
 fn kernels(gpu: &Gpu) -> Vec<MatmulKernel> {
     let size =
         gpu.ctx.fixed_subgroup_size().expect("the adapter has subgroups of a fixed size (lavapipe: 8)");
@@ -144,10 +136,9 @@ fn run_case(
 
 #[test]
 fn rms_normed_matmul_matches_norm_then_matmul() {
-    let (plain, prefetching) = (Gpu::new(), prefetching_gpu());
+    let gpu = Gpu::new();
     let mut rng = rng(11);
-    for (gpu, kernel) in cases(&plain, &prefetching) {
-        let prefetch = gpu.kernels.gemm_prefetch();
+    for kernel in kernels(&gpu) {
         for (case, &(rows, k, n)) in shapes(kernel).iter().enumerate() {
             // A large eps on every other shape, where it changes the result, checks its use.
             let (eps, scale) = if case % 2 == 0 { (1e-6, 3.0) } else { (0.05, 0.3) };
@@ -163,13 +154,12 @@ fn rms_normed_matmul_matches_norm_then_matmul() {
                 let r = Reference { w: &w, bias: bias.then_some(&b), prior: acc.then_some(&prior), silu };
                 let want = r.apply(&normed, rows, k, n);
                 let raw: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-                let what =
-                    format!("{kernel:?} (prefetch {prefetch}) rms-normed {rows}x{k}x{n} eps {eps} {epi:?}");
+                let what = format!("{kernel:?} rms-normed {rows}x{k}x{n} eps {eps} {epi:?}");
                 let tol = tolerance(&want);
                 let unnormed = max_abs_diff(&r.apply(&raw, rows, k, n), &want);
                 assert!(unnormed > 50.0 * tol, "{what}: the case cannot tell a dropped norm ({unnormed:e})");
                 let input = Input::RmsNormed { gamma: &gbuf, eps };
-                let got = run_case(gpu, kernel, input, &xbuf, k, (rows, k, n), (&wbuf, &bbuf), epi, &prior);
+                let got = run_case(&gpu, kernel, input, &xbuf, k, (rows, k, n), (&wbuf, &bbuf), epi, &prior);
                 assert_close(&what, &got, &want, kernel_tolerance(kernel, &want));
             }
         }
@@ -178,10 +168,9 @@ fn rms_normed_matmul_matches_norm_then_matmul() {
 
 #[test]
 fn swiglu_matmul_matches_swiglu_then_matmul() {
-    let (plain, prefetching) = (Gpu::new(), prefetching_gpu());
+    let gpu = Gpu::new();
     let mut rng = rng(12);
-    for (gpu, kernel) in cases(&plain, &prefetching) {
-        let prefetch = gpu.kernels.gemm_prefetch();
+    for kernel in kernels(&gpu) {
         for &(rows, k, n) in shapes(kernel) {
             let gu = randn(&mut rng, rows * 2 * k, 4.0);
             let (w, wbits) = bf16_round(&randn(&mut rng, n * k, 0.5));
@@ -196,14 +185,14 @@ fn swiglu_matmul_matches_swiglu_then_matmul() {
                 let (bias, silu, acc) = epi;
                 let r = Reference { w: &w, bias: bias.then_some(&b), prior: acc.then_some(&prior), silu };
                 let want = r.apply(&act, rows, k, n);
-                let what = format!("{kernel:?} (prefetch {prefetch}) swiglu {rows}x{k}x{n} {epi:?}");
+                let what = format!("{kernel:?} swiglu {rows}x{k}x{n} {epi:?}");
                 let tol = tolerance(&want);
                 for wrong in [&gates, &ups] {
                     let d = max_abs_diff(&r.apply(wrong, rows, k, n), &want);
                     assert!(d > 50.0 * tol, "{what}: the case cannot tell a dropped gate ({d:e})");
                 }
                 let got = run_case(
-                    gpu,
+                    &gpu,
                     kernel,
                     Input::SwiGlu,
                     &xbuf,

@@ -24,21 +24,17 @@ fn cpu_matmul(x: &[f32], w: &[f32], b: Option<&[f32]>, rows: usize, k: usize, n:
 
 #[test]
 fn matmul_matches_cpu_on_odd_shapes() {
-    // The GEMMs run twice: with one chunk's loads in flight and with two (`gemm_prefetch`).
-    let (plain, prefetching) = (Gpu::new(), prefetching_gpu());
+    let gpu = Gpu::new();
     let mut rng = rng(1);
     let mut kernels = vec![MatmulKernel::PerThread];
     let size =
-        plain.ctx.fixed_subgroup_size().expect("the adapter has subgroups of a fixed size (lavapipe: 8)");
+        gpu.ctx.fixed_subgroup_size().expect("the adapter has subgroups of a fixed size (lavapipe: 8)");
     kernels.push(MatmulKernel::Subgroup { size });
     kernels.extend(matvec_kernels(size));
     kernels.extend(gemm_kernels());
     kernels.extend(few_rows_kernels());
-    kernels.extend(coop_kernels(&plain));
-    let gemms: Vec<_> = kernels.iter().filter(|k| matches!(k, MatmulKernel::Gemm { .. })).copied().collect();
-    let cases = kernels.into_iter().map(|k| (&plain, k)).chain(gemms.into_iter().map(|k| (&prefetching, k)));
-    for (gpu, kernel) in cases {
-        let prefetch = gpu.kernels.gemm_prefetch();
+    kernels.extend(coop_kernels(&gpu));
+    for kernel in kernels {
         let shapes: &[(usize, usize, usize)] = if matches!(kernel, MatmulKernel::Gemm { .. }) {
             // Rows in both halves of a 64-row tile and past it, K of ten chunks (each staging
             // buffer of the cooperative tile reused four times or more).
@@ -98,7 +94,7 @@ fn matmul_matches_cpu_on_odd_shapes() {
                     }
                 }
                 assert_close(
-                    &format!("{kernel:?} (prefetch {prefetch}) matmul {rows}x{k}x{n} {bias} {act:?} {out:?}"),
+                    &format!("{kernel:?} matmul {rows}x{k}x{n} {bias} {act:?} {out:?}"),
                     &got,
                     &want,
                     1e-4,

@@ -114,10 +114,3 @@ pub fn coop_kernels(gpu: &Gpu) -> Vec<lyre_engine::kernels::select::MatmulKernel
 pub fn is_coop(kernel: lyre_engine::kernels::select::MatmulKernel) -> bool {
     matches!(kernel, lyre_engine::kernels::select::MatmulKernel::Gemm { tile, .. } if tile.coop)
 }
-
-/// A [`Gpu`] whose GEMMs keep two chunks' loads in flight (`gemm_prefetch = 2`).
-pub fn prefetching_gpu() -> Gpu {
-    let mut gpu = Gpu::new();
-    gpu.kernels = gpu.kernels_with(&[("gemm_prefetch", "2")]);
-    gpu
-}

@@ -75,7 +75,7 @@ pub(super) fn dispatches(
     bound.extend_from_slice(buffers);
     bound.push(env.partials);
     let mut constants = tile.constants().to_vec();
-    constants.extend([("SPLIT", split as f64), ("PREFETCH", env.kernels.gemm_prefetch() as f64), input]);
+    constants.extend([("SPLIT", split as f64), input]);
     let gemm = ctx.pipeline(if tile.coop { SOURCE_COOP } else { SOURCE }, &constants);
     let mut out = vec![Dispatch {
         label: site.label.to_string(),

@@ -3,9 +3,8 @@
 // [n][k]. Grid: (column tiles, row tiles, SPLIT). K must be a multiple of BK; TM · BK = 128, so
 // each thread stages two vec4s of x per chunk.
 //
-// The loads of chunk c + PREFETCH are issued into registers before chunk c is multiplied, so they
-// are in flight during the FMAs (with PREFETCH = 2, during two chunks' staging and products); the
-// input transform (gamma, SwiGLU gate) is applied when staging.
+// The loads of chunk c + 1 are issued into registers before chunk c is multiplied, so they are
+// in flight during the FMAs; the input transform (gamma, SwiGLU gate) is applied when staging.
 //
 // SPLIT > 1 splits K over grid z: each workgroup writes its raw partial block to `part`
 // ([z][rows][n]) and matmul_split_reduce.wgsl adds the partials in order and applies the
@@ -15,8 +14,6 @@
 override SPLIT: u32 = 1u;
 // Weight loads (vec2 of four bf16) per thread per chunk: BN columns × BK / 4 / threads (≤ 8).
 override W_LOADS: u32 = BN * BK / 4u / THREADS;
-// Chunks whose loads are in flight at once: 1 or 2 (two register sets, the loop unrolled by two).
-override PREFETCH: u32 = 1u;
 
 @group(0) @binding(7) var<storage, read_write> part: array<f32>;
 
@@ -33,7 +30,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let r0 = wid.y * BM;
     let tx = t % 16u;
     let ty = t / 16u;
+    let k4_all = p.k / 4u;
     let chunks = p.k / BK;
+    let kv = BK / 4u; // vec4s of K per chunk
     let per_split = (chunks + SPLIT - 1u) / SPLIT;
     let c_begin = min(wid.z * per_split, chunks);
     let c_end = min(c_begin + per_split, chunks);
@@ -41,39 +40,69 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // x loader: row xr of the tile, chunk-relative vec4s xk and xk2 (pairs of threads read 32
     // contiguous bytes of a row). Rows past the tick's last repeat it; they are not written.
     let xr = (t / 2u) % BM;
-    let at = ChunkLoader(row_base(min(r0 + xr, rows - 1u)), 2u * (t / (2u * BM)) + t % 2u,
-        2u * ((t + THREADS) / (2u * BM)) + t % 2u, t, n0);
+    let xk = 2u * (t / (2u * BM)) + t % 2u;
+    let xk2 = 2u * ((t + THREADS) / (2u * BM)) + t % 2u;
+    let xbase = row_base(min(r0 + xr, rows - 1u));
+    // w loader q: thread t + q · THREADS of the chunk's BN × BK/4 vec2s, quads of threads
+    // reading 32 contiguous bytes of a weight row.
+    var wv: array<vec2<u32>, 8>;
+    var x0 = vec4<f32>(0.0);
+    var x1 = vec4<f32>(0.0);
+    var u0 = vec4<f32>(0.0);
+    var u1 = vec4<f32>(0.0);
 
     clear_acc();
     var ss = 0.0;
-    // Register set a holds chunks c_begin, c_begin + PREFETCH, ...; set b (PREFETCH = 2) the
-    // others.
-    var a = ChunkRegs();
-    var b = ChunkRegs();
-    if (c_begin < c_end) {
-        a = load_chunk(at, c_begin);
+    var c = c_begin;
+    if (c < c_end) {
+        // Prologue: the first chunk's loads.
+        x0 = x[xbase + c * kv + xk];
+        x1 = x[xbase + c * kv + xk2];
+        if (INPUT == INPUT_SWIGLU) {
+            u0 = x[xbase + k4_all + c * kv + xk];
+            u1 = x[xbase + k4_all + c * kv + xk2];
+        }
+        for (var q = 0u; q < 8u; q++) {
+            if (q < W_LOADS) {
+                wv[q] = w[w_index(t + q * THREADS, n0, c)];
+            }
+        }
     }
-    if (PREFETCH > 1u && c_begin + 1u < c_end) {
-        b = load_chunk(at, c_begin + 1u);
-    }
-    for (var c = c_begin; c < c_end; c += PREFETCH) {
-        ss += stage_chunk(at, xr, c, a);
+    for (; c < c_end; c++) {
+        // Stage chunk c from the registers.
+        var a0 = x0;
+        var a1 = x1;
+        if (INPUT == INPUT_SWIGLU) {
+            a0 = a0 / (1.0 + exp(min(-a0, vec4<f32>(80.0)))) * u0;
+            a1 = a1 / (1.0 + exp(min(-a1, vec4<f32>(80.0)))) * u1;
+        }
+        ss += sq(a0) + sq(a1);
+        stage_x(c, xk, xr, a0 * gamma4(c * kv + xk));
+        stage_x(c, xk2, xr, a1 * gamma4(c * kv + xk2));
+        for (var q = 0u; q < 8u; q++) {
+            if (q < W_LOADS) {
+                let f = t + q * THREADS;
+                stage_w(c, 4u * (f / (4u * BN)) + f % 4u, (f / 4u) % BN, bf16x4(wv[q]));
+            }
+        }
         workgroupBarrier();
-        // Issue a later chunk's loads, then multiply chunk c while they are in flight.
-        if (c + PREFETCH < c_end) {
-            a = load_chunk(at, c + PREFETCH);
+        // Issue chunk c + 1's loads, then multiply chunk c while they are in flight.
+        if (c + 1u < c_end) {
+            let next = (c + 1u) * kv;
+            x0 = x[xbase + next + xk];
+            x1 = x[xbase + next + xk2];
+            if (INPUT == INPUT_SWIGLU) {
+                u0 = x[xbase + k4_all + next + xk];
+                u1 = x[xbase + k4_all + next + xk2];
+            }
+            for (var q = 0u; q < 8u; q++) {
+                if (q < W_LOADS) {
+                    wv[q] = w[w_index(t + q * THREADS, n0, c + 1u)];
+                }
+            }
         }
         mma_chunk(c, tx, ty);
         release_chunk();
-        if (PREFETCH > 1u && c + 1u < c_end) {
-            ss += stage_chunk(at, xr, c + 1u, b);
-            workgroupBarrier();
-            if (c + 3u < c_end) {
-                b = load_chunk(at, c + 3u);
-            }
-            mma_chunk(c + 1u, tx, ty);
-            release_chunk();
-        }
     }
     // Block rows of each part of the sums (see flush_acc).
     let per_part = TM / CS_PARTS;
@@ -135,65 +164,4 @@ fn store_row(tx: u32, ty: u32, q: u32, r0: u32, n0: u32, rows: u32) {
 fn w_index(f: u32, n0: u32, c: u32) -> u32 {
     let n = min(n0 + (f / 4u) % BN, p.n - 1u);
     return n * (p.k / 4u) + c * (BK / 4u) + 4u * (f / (4u * BN)) + f % 4u;
-}
-
-// Where one thread's loads of a chunk come from: the first vec4 of its x row, its two
-// chunk-relative vec4s of that row (pairs of threads read 32 contiguous bytes), the thread and
-// the tile's first column.
-struct ChunkLoader {
-    xbase: u32,
-    xk: u32,
-    xk2: u32,
-    t: u32,
-    n0: u32,
-}
-
-// One thread's loads of one chunk: two vec4s of x (and of the SwiGLU up half) and W_LOADS vec2s
-// of weights.
-struct ChunkRegs {
-    x0: vec4<f32>,
-    x1: vec4<f32>,
-    u0: vec4<f32>,
-    u1: vec4<f32>,
-    w: array<vec2<u32>, 8>,
-}
-
-fn load_chunk(at: ChunkLoader, c: u32) -> ChunkRegs {
-    var r = ChunkRegs();
-    let base = at.xbase + c * (BK / 4u);
-    r.x0 = x[base + at.xk];
-    r.x1 = x[base + at.xk2];
-    if (INPUT == INPUT_SWIGLU) {
-        r.u0 = x[base + p.k / 4u + at.xk];
-        r.u1 = x[base + p.k / 4u + at.xk2];
-    }
-    // w loader q: thread t + q · THREADS of the chunk's BN × BK/4 vec2s, quads of threads
-    // reading 32 contiguous bytes of a weight row.
-    for (var q = 0u; q < 8u; q++) {
-        if (q < W_LOADS) {
-            r.w[q] = w[w_index(at.t + q * THREADS, at.n0, c)];
-        }
-    }
-    return r;
-}
-
-// Stages chunk c from the registers (with the input transform applied) and returns its part of
-// the row's sum of squares.
-fn stage_chunk(at: ChunkLoader, xr: u32, c: u32, r: ChunkRegs) -> f32 {
-    let kv = BK / 4u;
-    var a0 = r.x0;
-    var a1 = r.x1;
-    if (INPUT == INPUT_SWIGLU) {
-        a0 = a0 / (1.0 + exp(min(-a0, vec4<f32>(80.0)))) * r.u0;
-        a1 = a1 / (1.0 + exp(min(-a1, vec4<f32>(80.0)))) * r.u1;
-    }
-    stage_x(c, at.xk, xr, a0 * gamma4(c * kv + at.xk));
-    stage_x(c, at.xk2, xr, a1 * gamma4(c * kv + at.xk2));
-    for (var q = 0u; q < 8u; q++) {
-        if (q < W_LOADS) {
-            let f = at.t + q * THREADS;
-            stage_w(c, 4u * (f / (4u * BN)) + f % 4u, (f / 4u) % BN, bf16x4(r.w[q]));
-        }
-    }
-    return sq(a0) + sq(a1);
 }

@@ -193,11 +193,6 @@ impl KernelChoice {
         self.adapter.coop_f16.then(|| self.tuning.coop_min_rows.max(1))
     }
 
-    /// Chunks of K whose loads a matmul GEMM workgroup keeps in flight (1 or 2).
-    pub fn gemm_prefetch(&self) -> u32 {
-        self.tuning.gemm_prefetch.clamp(1, 2)
-    }
-
     /// Bytes of split-K partials a plan should allocate for
     /// [`Env::partials`](crate::kernels::Env::partials).
     pub fn partials_bytes(&self) -> u64 {

@@ -3,6 +3,7 @@ use lyre_engine::kernels::conv::{
     pack_conv, pack_conv_transpose, pack_linear, Activation, Conv1d, FusedSnake, PackedConv, Residual,
 };
 use lyre_engine::kernels::gemm_tile::GemmTile;
+use lyre_engine::kernels::select::KernelChoice;
 use lyre_engine::kernels::seq_view::SeqView;
 use lyre_engine::kernels::Env;
 
@@ -28,7 +29,9 @@ impl Kernel {
             Kernel::Site => conv.build(&gpu.env()).map(|d| vec![d]),
             Kernel::Gemm(tile, split) => conv.build_gemm(&gpu.env(), tile, split),
             Kernel::GemmPrefetching(tile, split) => {
-                let kernels = gpu.kernels_with(&[("conv_prefetch", "2")]);
+                let mut tuning = tuning();
+                tuning.set("conv_prefetch", "2").unwrap();
+                let kernels = KernelChoice::new(&gpu.ctx, &tuning);
                 conv.build_gemm(&Env { kernels: &kernels, ..gpu.env() }, tile, split)
             }
             Kernel::Narrow => conv.build_narrow(&gpu.env()).map(|d| vec![d]),
