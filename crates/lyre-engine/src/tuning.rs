@@ -138,8 +138,6 @@ pub struct EngineTuning {
     pub conv_tile: TileName,
     /// Codec conv GEMMs on cooperative matrices where the adapter has them.
     pub conv_coop: bool,
-    /// Chunks of K whose loads a conv GEMM workgroup keeps in flight, 1 or 2.
-    pub conv_prefetch: u32,
     /// Most K slices of the codec's conv kernel in a tick of one session.
     pub conv_max_split: u32,
     /// Conv layers of a few output columns (the codec's last) on the narrow kernel.
@@ -181,7 +179,6 @@ impl Default for EngineTuning {
             conv_gemm_max_split: 8,
             conv_tile: TileName::Rows128,
             conv_coop: true,
-            conv_prefetch: 1,
             conv_max_split: 16,
             conv_narrow: Switch::Auto,
         }
@@ -204,7 +201,6 @@ impl EngineTuning {
             ("few_rows_max_rows", self.few_rows_max_rows, 1, 32),
             ("gemm_min_rows", self.gemm_min_rows, 1, u32::MAX),
             ("gemm_max_split", self.gemm_max_split, 1, 32),
-            ("conv_prefetch", self.conv_prefetch, 1, 2),
             ("first_submit_dispatches", self.first_submit_dispatches, 0, 65_536),
             ("coop_min_rows", self.coop_min_rows, 1, u32::MAX),
             ("coop_wide_min_rows", self.coop_wide_min_rows, 1, u32::MAX),

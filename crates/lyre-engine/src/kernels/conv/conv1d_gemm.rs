@@ -83,7 +83,7 @@ pub(super) fn dispatches(
         if tile.coop { (SOURCE_COOP, coop_buffers(site, env, buffers)?) } else { (SOURCE, buffers) };
     params.y_rows = tile.rows();
     let mut constants = tile.constants().to_vec();
-    constants.extend([("SPLIT", split.max(1) as f64), ("PREFETCH", env.kernels.conv_prefetch() as f64)]);
+    constants.push(("SPLIT", split.max(1) as f64));
     let pipeline = env.ctx.pipeline(source, &constants);
     let mut bound = buffers.to_vec();
     bound.push(env.partials);

@@ -2,8 +2,8 @@
 // prepended with seq_view.wgsl, conv1d_common.wgsl, a weights file and gemm_tile.wgsl or
 // coop_tile.wgsl): C[rows × cols] = A · B with A[row][(m, c)] = x[row - m·dil][c] read through
 // the views and B the packed weights. A workgroup computes BM rows × BN virtual columns; K runs
-// over every tap m and the input channels in chunks of BK (BK / 4 groups of 4), and the loads
-// of the chunk PREFETCH (1 or 2) ahead are in flight while the current one is multiplied. The tiles run over the
+// over every tap m and the input channels in chunks of BK (BK / 4 groups of 4), and the next
+// chunk's loads are in flight while the current one is multiplied. The tiles run over the
 // step's rows of all sessions as one sequence (`y_rows` = BM rows per workgroup, grid y).
 // TM · BK = 128: each thread stages two vec4s of x per chunk. The weights are WeightVecs (f32,
 // or f16 on cooperative matrices), loaded and staged as they are.
@@ -15,8 +15,6 @@
 // Weight loads (vec4 of four input channels) per thread per chunk (at most 8).
 override W_LOADS: u32 = BN * BK / 4u / THREADS;
 override SPLIT: u32 = 1u;
-// Chunks whose loads are in flight at once: 1 or 2 (two register sets, the loop unrolled by two).
-override PREFETCH: u32 = 1u;
 
 @group(0) @binding(12) var<storage, read_write> part: array<f32>;
 
@@ -56,33 +54,48 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     let c_end = min(c_begin + per_split, chunks);
 
     clear_acc();
-    var at = ConvLoader(xs_s, xs_t, xk, xk2, li, col0, groups_per_tap, 0u, tap_base(xs_s, xs_t, 0u));
-    // Register set a holds chunks c_begin, c_begin + PREFETCH, ...; set b (PREFETCH = 2) the
-    // others.
-    var a = ConvRegs();
-    var b = ConvRegs();
-    if (c_begin < c_end) {
-        a = load_conv_chunk(&at, c_begin);
-    }
-    if (PREFETCH > 1u && c_begin + 1u < c_end) {
-        b = load_conv_chunk(&at, c_begin + 1u);
-    }
-    for (var j = c_begin; j < c_end; j += PREFETCH) {
-        stage_conv_chunk(at, xr, j, a);
-        workgroupBarrier();
-        // Issue a later chunk's loads; they complete while chunk j is multiplied.
-        if (j + PREFETCH < c_end) {
-            a = load_conv_chunk(&at, j + PREFETCH);
-        }
-        mma_chunk(j, tx, ty);
-        release_chunk();
-        if (PREFETCH > 1u && j + 1u < c_end) {
-            stage_conv_chunk(at, xr, j + 1u, b);
-            workgroupBarrier();
-            if (j + 3u < c_end) {
-                b = load_conv_chunk(&at, j + 3u);
+    var tap = 0u;
+    var xb = tap_base(xs_s, xs_t, 0u);
+    var x0 = vec4<f32>(0.0);
+    var x1 = vec4<f32>(0.0);
+    var wr: array<WeightVec, 8>;
+    for (var j = c_begin; j <= c_end; j++) {
+        if (j > c_begin) {
+            // Stage chunk j - 1 from the registers.
+            stage_x(j - 1u, xk, xr, x0);
+            stage_x(j - 1u, xk2, xr, x1);
+            for (var q = 0u; q < 8u; q++) {
+                if (q < W_LOADS) {
+                    let f = li + q * THREADS;
+                    stage_weight(j - 1u, f / BN, f % BN, wr[q]);
+                }
             }
-            mma_chunk(j + 1u, tx, ty);
+            workgroupBarrier();
+        }
+        if (j < c_end) {
+            // Issue chunk j's loads; they complete while chunk j - 1 is multiplied.
+            let m = j / groups_per_tap;
+            let c0 = (j % groups_per_tap) * kv;
+            if (m != tap) {
+                tap = m;
+                xb = tap_base(xs_s, xs_t, m);
+            }
+            let ca = c0 + xk;
+            let cb = c0 + xk2;
+            x0 = select(vec4<f32>(0.0), x[xb + min(ca, p.cin4 - 1u)], ca < p.cin4);
+            x1 = select(vec4<f32>(0.0), x[xb + min(cb, p.cin4 - 1u)], cb < p.cin4);
+            for (var q = 0u; q < 8u; q++) {
+                if (q < W_LOADS) {
+                    let f = li + q * THREADS;
+                    let v = col0 + f % BN;
+                    let g = c0 + f / BN;
+                    let wv = w[(m * p.cin4 + min(g, p.cin4 - 1u)) * p.cols + min(v, p.cols - 1u)];
+                    wr[q] = select(WeightVec(), wv, g < p.cin4 && v < p.cols);
+                }
+            }
+        }
+        if (j > c_begin) {
+            mma_chunk(j - 1u, tx, ty);
             release_chunk();
         }
     }
@@ -125,66 +138,6 @@ fn store_row(tx: u32, ty: u32, q: u32, col0: u32, flat: u32) {
                     store_output(s, t, c0 + e, a[e]);
                 }
             }
-        }
-    }
-}
-
-// Where one thread's loads of a chunk come from: its x row (session s, row t) and chunk-relative
-// channel groups xk and xk2, its thread index and the tile's first column, and the tap whose
-// input row it last looked up (row views cost modulos: the lookup is redone only when the tap
-// changes).
-struct ConvLoader {
-    s: u32,
-    t: u32,
-    xk: u32,
-    xk2: u32,
-    li: u32,
-    col0: u32,
-    groups_per_tap: u32,
-    tap: u32,
-    xb: u32,
-}
-
-// One thread's loads of one chunk: two vec4s of x and W_LOADS weight vectors.
-struct ConvRegs {
-    x0: vec4<f32>,
-    x1: vec4<f32>,
-    w: array<WeightVec, 8>,
-}
-
-fn load_conv_chunk(at: ptr<function, ConvLoader>, j: u32) -> ConvRegs {
-    var r = ConvRegs();
-    let m = j / (*at).groups_per_tap;
-    let c0 = (j % (*at).groups_per_tap) * (BK / 4u);
-    if (m != (*at).tap) {
-        (*at).tap = m;
-        (*at).xb = tap_base((*at).s, (*at).t, m);
-    }
-    let xb = (*at).xb;
-    let ca = c0 + (*at).xk;
-    let cb = c0 + (*at).xk2;
-    r.x0 = select(vec4<f32>(0.0), x[xb + min(ca, p.cin4 - 1u)], ca < p.cin4);
-    r.x1 = select(vec4<f32>(0.0), x[xb + min(cb, p.cin4 - 1u)], cb < p.cin4);
-    for (var q = 0u; q < 8u; q++) {
-        if (q < W_LOADS) {
-            let f = (*at).li + q * THREADS;
-            let v = (*at).col0 + f % BN;
-            let g = c0 + f / BN;
-            let wv = w[(m * p.cin4 + min(g, p.cin4 - 1u)) * p.cols + min(v, p.cols - 1u)];
-            r.w[q] = select(WeightVec(), wv, g < p.cin4 && v < p.cols);
-        }
-    }
-    return r;
-}
-
-// Stages chunk j from the registers.
-fn stage_conv_chunk(at: ConvLoader, xr: u32, j: u32, r: ConvRegs) {
-    stage_x(j, at.xk, xr, r.x0);
-    stage_x(j, at.xk2, xr, r.x1);
-    for (var q = 0u; q < 8u; q++) {
-        if (q < W_LOADS) {
-            let f = at.li + q * THREADS;
-            stage_weight(j, f / BN, f % BN, r.w[q]);
         }
     }
 }

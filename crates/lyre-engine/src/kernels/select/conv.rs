@@ -207,11 +207,6 @@ impl KernelChoice {
         }
     }
 
-    /// Chunks of K whose loads a conv GEMM workgroup keeps in flight (1 or 2).
-    pub fn conv_prefetch(&self) -> u32 {
-        self.tuning.conv_prefetch.clamp(1, 2)
-    }
-
     /// Most K slices per workgroup of the direct kernel in a tick of one session:
     /// `tuning.conv_max_split` (16: on an H200 it took 0.35 ms off batch 1's codec against 8)
     /// within the adapter's workgroup size.

@@ -3,9 +3,7 @@ use lyre_engine::kernels::conv::{
     pack_conv, pack_conv_transpose, pack_linear, Activation, Conv1d, FusedSnake, PackedConv, Residual,
 };
 use lyre_engine::kernels::gemm_tile::GemmTile;
-use lyre_engine::kernels::select::KernelChoice;
 use lyre_engine::kernels::seq_view::SeqView;
-use lyre_engine::kernels::Env;
 
 use super::*;
 
@@ -17,8 +15,6 @@ use super::*;
 pub(super) enum Kernel {
     Site,
     Gemm(GemmTile, u32),
-    /// The GEMM kernel with two chunks' loads in flight (`conv_prefetch = 2`).
-    GemmPrefetching(GemmTile, u32),
     /// The narrow kernel, whatever the tuning.
     Narrow,
 }
@@ -28,12 +24,6 @@ impl Kernel {
         match self {
             Kernel::Site => conv.build(&gpu.env()).map(|d| vec![d]),
             Kernel::Gemm(tile, split) => conv.build_gemm(&gpu.env(), tile, split),
-            Kernel::GemmPrefetching(tile, split) => {
-                let mut tuning = tuning();
-                tuning.set("conv_prefetch", "2").unwrap();
-                let kernels = KernelChoice::new(&gpu.ctx, &tuning);
-                conv.build_gemm(&Env { kernels: &kernels, ..gpu.env() }, tile, split)
-            }
             Kernel::Narrow => conv.build_narrow(&gpu.env()).map(|d| vec![d]),
         }
         .unwrap()
@@ -43,9 +33,7 @@ impl Kernel {
     /// largest output.
     pub(super) fn tolerance(self, base: f32, want: &[f32]) -> f32 {
         match self {
-            Kernel::Gemm(tile, _) | Kernel::GemmPrefetching(tile, _) if tile.coop => {
-                2e-3 * want.iter().fold(1.0f32, |m, v| m.max(v.abs()))
-            }
+            Kernel::Gemm(tile, _) if tile.coop => 2e-3 * want.iter().fold(1.0f32, |m, v| m.max(v.abs())),
             _ => base,
         }
     }

@@ -74,22 +74,6 @@ fn gemm_with_a_split_k_adds_the_parts_and_applies_the_epilogue() {
     }
 }
 
-/// Two chunks' loads in flight (`conv_prefetch = 2`, the loop unrolled by two): workgroups with
-/// an odd and an even number of chunks, one chunk, and K split, on every tile.
-#[test]
-fn gemm_with_two_chunks_in_flight_matches_the_references() {
-    for (i, tile) in tiles().into_iter().enumerate() {
-        for split in [1, 3] {
-            let seed = 131 + 10 * i as u64 + split as u64;
-            let kernel = Kernel::GemmPrefetching(tile, split);
-            dilated_conv_case(kernel, 70, 70, 70, seed);
-            transposed_conv_case(kernel, 37, 20, 4, 16, seed + 1);
-            linear_case(kernel, 300, 70, 5, 16, Activation::Silu, true, seed + 2);
-            linear_case(kernel, 12, 256, 3, 7, Activation::None, false, seed + 3);
-        }
-    }
-}
-
 /// Upload keeps an f16 copy of the packed weights exactly where the cooperative kernel can run
 /// (bit for bit [`packed_to_f16`]); a cooperative tile over weights without one is an error that
 /// says so, not a panic or a kernel reading f32 as f16.
