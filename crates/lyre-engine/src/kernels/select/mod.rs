@@ -205,14 +205,22 @@ mod tests {
         assert!(matches!(plan.at(256), MatmulKernel::Gemm { tile: GemmTile::ROWS_128_WIDE, .. }), "{plan:?}");
         assert!(matches!(plan.at(255), MatmulKernel::Gemm { tile: GemmTile::ROWS_64, .. }), "{plan:?}");
         assert_eq!(choice(GPU, &[("conv_max_split", "4")]).conv_max_k_split(), 4);
-        // The 17–32-row level on the wide cooperative tile takes the 33-row level's split.
-        let default = gpu.matmul_plan(4096, 1024, false, gpu.partials_bytes());
-        assert_eq!(default.at(32), MatmulKernel::Gemm { tile: GemmTile::ROWS_32, split: 8 });
-        let wide = choice(GPU, &[("coop_min_rows", "17"), ("coop_wide_min_rows", "17")]);
-        let plan = wide.matmul_plan(4096, 1024, false, wide.partials_bytes());
-        assert_eq!(plan.at(17), plan.at(33), "{plan:?}");
+        // From 9 rows the wide cooperative tile, with the 33-row level's split.
+        let plan = gpu.matmul_plan(4096, 1024, false, gpu.partials_bytes());
+        for rows in [9, 16, 17, 32] {
+            assert_eq!(plan.at(rows), plan.at(33), "{rows} rows: {plan:?}");
+        }
         assert_eq!(plan.at(32), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE, split: 4 });
-        let coop32 = choice(GPU, &[("coop_min_rows", "17")]).matmul_plan(4096, 1024, false, 1 << 30);
+        // o (1024 columns): the 8-row tick keeps the register tile.
+        let o = gpu.matmul_plan(1024, 2048, false, gpu.partials_bytes());
+        assert!(matches!(o.at(8), MatmulKernel::Gemm { tile: GemmTile::ROWS_16, .. }), "{o:?}");
+        assert_eq!(o.at(9), o.at(33), "{o:?}");
+        // Below coop_wide_min_rows the levels keep their own tiles: on registers below
+        // coop_min_rows, else in their own cooperative form.
+        let old = choice(GPU, &[("coop_min_rows", "33"), ("coop_wide_min_rows", "33")]);
+        let plan = old.matmul_plan(4096, 1024, false, old.partials_bytes());
+        assert_eq!(plan.at(32), MatmulKernel::Gemm { tile: GemmTile::ROWS_32, split: 8 });
+        let coop32 = choice(GPU, &[("coop_wide_min_rows", "33")]).matmul_plan(4096, 1024, false, 1 << 30);
         assert!(
             matches!(coop32.at(32), MatmulKernel::Gemm { tile, .. } if tile == GemmTile::ROWS_32.on_coop().unwrap())
         );
