@@ -205,16 +205,17 @@ mod tests {
         assert!(matches!(plan.at(256), MatmulKernel::Gemm { tile: GemmTile::ROWS_128_WIDE, .. }), "{plan:?}");
         assert!(matches!(plan.at(255), MatmulKernel::Gemm { tile: GemmTile::ROWS_64, .. }), "{plan:?}");
         assert_eq!(choice(GPU, &[("conv_max_split", "4")]).conv_max_k_split(), 4);
-        // From 9 rows the wide cooperative tile, with the 33-row level's split.
+        // Past the few-rows kernel the wide cooperative tile, with the 33-row level's split.
         let plan = gpu.matmul_plan(4096, 1024, false, gpu.partials_bytes());
+        assert!(matches!(plan.at(8), MatmulKernel::FewRows { .. }), "{plan:?}");
         for rows in [9, 16, 17, 32] {
             assert_eq!(plan.at(rows), plan.at(33), "{rows} rows: {plan:?}");
         }
         assert_eq!(plan.at(32), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE, split: 4 });
-        // o (1024 columns): the 8-row tick keeps the register tile.
+        // o (1024 columns, never the few-rows kernel's): from the GEMM's 8 rows.
         let o = gpu.matmul_plan(1024, 2048, false, gpu.partials_bytes());
-        assert!(matches!(o.at(8), MatmulKernel::Gemm { tile: GemmTile::ROWS_16, .. }), "{o:?}");
-        assert_eq!(o.at(9), o.at(33), "{o:?}");
+        assert!(matches!(o.at(7), MatmulKernel::Matvec { .. }), "{o:?}");
+        assert_eq!(o.at(8), o.at(33), "{o:?}");
         // Below coop_wide_min_rows the levels keep their own tiles: on registers below
         // coop_min_rows, else in their own cooperative form.
         let old = choice(GPU, &[("coop_min_rows", "33"), ("coop_wide_min_rows", "33")]);
