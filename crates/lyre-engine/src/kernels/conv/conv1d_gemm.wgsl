@@ -54,50 +54,20 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     let c_end = min(c_begin + per_split, chunks);
 
     clear_acc();
-    var tap = 0u;
-    var xb = tap_base(xs_s, xs_t, 0u);
-    var x0 = vec4<f32>(0.0);
-    var x1 = vec4<f32>(0.0);
-    var wr: array<WeightVec, 8>;
-    for (var j = c_begin; j <= c_end; j++) {
-        if (j > c_begin) {
-            // Stage chunk j - 1 from the registers.
-            stage_x(j - 1u, xk, xr, x0);
-            stage_x(j - 1u, xk2, xr, x1);
-            for (var q = 0u; q < 8u; q++) {
-                if (q < W_LOADS) {
-                    let f = li + q * THREADS;
-                    stage_weight(j - 1u, f / BN, f % BN, wr[q]);
-                }
-            }
-            workgroupBarrier();
+    var at = ConvLoader(xs_s, xs_t, xk, xk2, li, col0, groups_per_tap, 0u, tap_base(xs_s, xs_t, 0u));
+    var regs = ConvRegs();
+    if (c_begin < c_end) {
+        regs = load_conv_chunk(&at, c_begin);
+    }
+    for (var j = c_begin; j < c_end; j++) {
+        stage_conv_chunk(at, xr, j, regs);
+        workgroupBarrier();
+        // Issue the next chunk's loads; they complete while chunk j is multiplied.
+        if (j + 1u < c_end) {
+            regs = load_conv_chunk(&at, j + 1u);
         }
-        if (j < c_end) {
-            // Issue chunk j's loads; they complete while chunk j - 1 is multiplied.
-            let m = j / groups_per_tap;
-            let c0 = (j % groups_per_tap) * kv;
-            if (m != tap) {
-                tap = m;
-                xb = tap_base(xs_s, xs_t, m);
-            }
-            let ca = c0 + xk;
-            let cb = c0 + xk2;
-            x0 = select(vec4<f32>(0.0), x[xb + min(ca, p.cin4 - 1u)], ca < p.cin4);
-            x1 = select(vec4<f32>(0.0), x[xb + min(cb, p.cin4 - 1u)], cb < p.cin4);
-            for (var q = 0u; q < 8u; q++) {
-                if (q < W_LOADS) {
-                    let f = li + q * THREADS;
-                    let v = col0 + f % BN;
-                    let g = c0 + f / BN;
-                    let wv = w[(m * p.cin4 + min(g, p.cin4 - 1u)) * p.cols + min(v, p.cols - 1u)];
-                    wr[q] = select(WeightVec(), wv, g < p.cin4 && v < p.cols);
-                }
-            }
-        }
-        if (j > c_begin) {
-            mma_chunk(j - 1u, tx, ty);
-            release_chunk();
-        }
+        mma_chunk(j, tx, ty);
+        release_chunk();
     }
     // Block rows of each part of the sums (see flush_acc).
     let per_part = TM / CS_PARTS;
@@ -138,6 +108,66 @@ fn store_row(tx: u32, ty: u32, q: u32, col0: u32, flat: u32) {
                     store_output(s, t, c0 + e, a[e]);
                 }
             }
+        }
+    }
+}
+
+// Where one thread's loads of a chunk come from: its x row (session s, row t) and chunk-relative
+// channel groups xk and xk2, its thread index and the tile's first column, and the tap whose
+// input row it last looked up (row views cost modulos: the lookup is redone only when the tap
+// changes).
+struct ConvLoader {
+    s: u32,
+    t: u32,
+    xk: u32,
+    xk2: u32,
+    li: u32,
+    col0: u32,
+    groups_per_tap: u32,
+    tap: u32,
+    xb: u32,
+}
+
+// One thread's loads of one chunk: two vec4s of x and W_LOADS weight vectors.
+struct ConvRegs {
+    x0: vec4<f32>,
+    x1: vec4<f32>,
+    w: array<WeightVec, 8>,
+}
+
+fn load_conv_chunk(at: ptr<function, ConvLoader>, j: u32) -> ConvRegs {
+    var r = ConvRegs();
+    let m = j / (*at).groups_per_tap;
+    let c0 = (j % (*at).groups_per_tap) * (BK / 4u);
+    if (m != (*at).tap) {
+        (*at).tap = m;
+        (*at).xb = tap_base((*at).s, (*at).t, m);
+    }
+    let xb = (*at).xb;
+    let ca = c0 + (*at).xk;
+    let cb = c0 + (*at).xk2;
+    r.x0 = select(vec4<f32>(0.0), x[xb + min(ca, p.cin4 - 1u)], ca < p.cin4);
+    r.x1 = select(vec4<f32>(0.0), x[xb + min(cb, p.cin4 - 1u)], cb < p.cin4);
+    for (var q = 0u; q < 8u; q++) {
+        if (q < W_LOADS) {
+            let f = (*at).li + q * THREADS;
+            let v = (*at).col0 + f % BN;
+            let g = c0 + f / BN;
+            let wv = w[(m * p.cin4 + min(g, p.cin4 - 1u)) * p.cols + min(v, p.cols - 1u)];
+            r.w[q] = select(WeightVec(), wv, g < p.cin4 && v < p.cols);
+        }
+    }
+    return r;
+}
+
+// Stages chunk j from the registers.
+fn stage_conv_chunk(at: ConvLoader, xr: u32, j: u32, r: ConvRegs) {
+    stage_x(j, at.xk, xr, r.x0);
+    stage_x(j, at.xk2, xr, r.x1);
+    for (var q = 0u; q < 8u; q++) {
+        if (q < W_LOADS) {
+            let f = at.li + q * THREADS;
+            stage_weight(j, f / BN, f % BN, r.w[q]);
         }
     }
 }
