@@ -11,3 +11,4 @@ mod fused;
 mod gather;
 mod linear;
 mod sample;
+mod split_reduce;
