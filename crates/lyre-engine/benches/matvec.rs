@@ -65,7 +65,6 @@ struct Buffers {
     dummy: wgpu::Buffer,
     scratch: wgpu::Buffer,
     partials: wgpu::Buffer,
-    split_sync: wgpu::Buffer,
 }
 
 /// A kernel to time: its name and dispatches.
@@ -198,7 +197,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         dummy: ctx.storage_zeroed("dummy", 16)?,
         scratch: ctx.storage_zeroed("scratch", 16)?,
         partials: ctx.storage_zeroed("partials", 64 << 20)?,
-        split_sync: ctx.storage_zeroed("split_sync", lyre_engine::kernels::matmul::SPLIT_SYNC_BYTES)?,
     };
     let env = Env {
         ctx: &ctx,
@@ -207,7 +205,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         dummy: &b.dummy,
         scratch: &b.scratch,
         partials: &b.partials,
-        split_sync: &b.split_sync,
     };
     let max_rows = rows_list.iter().copied().max().unwrap_or(1);
     let sweep = match std::env::var("LYRE_BENCH_SWEEP").as_deref() {

@@ -80,7 +80,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (counts, dummy, scratch) = (z("counts", 16)?, z("dummy", 16)?, z("scratch", 16)?);
         let kernels = KernelChoice::new(&gpu, &tuning);
         let partials = z("partials", kernels.partials_bytes())?;
-        let split_sync = z("split_sync", lyre_engine::kernels::matmul::SPLIT_SYNC_BYTES)?;
         let env = Env {
             ctx: &gpu,
             kernels: &kernels,
@@ -88,7 +87,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             dummy: &dummy,
             scratch: &scratch,
             partials: &partials,
-            split_sync: &split_sync,
         };
         let mut lines = Vec::new();
         for frames in [1, 8] {

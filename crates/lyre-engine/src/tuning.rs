@@ -105,8 +105,6 @@ pub struct EngineTuning {
     pub gemm_max_split: u32,
     /// The GEMM tile from 256 rows.
     pub gemm_large_tile: TileName,
-    /// A split-K GEMM's last workgroup per tile adds the partials (else a second dispatch does).
-    pub gemm_fused_reduce: bool,
     /// Rows from which GEMM tiles run on cooperative matrices (where `coop` leaves them on).
     pub coop_min_rows: u32,
     /// Cooperative tiles of 64 × 128 for 64 rows and more (else 64 × 64).
@@ -165,7 +163,6 @@ impl Default for EngineTuning {
             gemm_min_rows: 5,
             gemm_max_split: 16,
             gemm_large_tile: TileName::Rows64,
-            gemm_fused_reduce: true,
             coop_min_rows: 5,
             coop_wide: true,
             coop_wide_min_rows: 5,

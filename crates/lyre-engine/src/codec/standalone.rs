@@ -12,7 +12,6 @@ use crate::checkpoint::weights::WeightFile;
 use crate::codec::shape::BOOKS;
 use crate::error::{EngineError, Result};
 use crate::gpu::{read_buffer, record_all, Dispatch, GpuContext, Readback, RowCounts};
-use crate::kernels::matmul::SPLIT_SYNC_BYTES;
 use crate::kernels::select::KernelChoice;
 use crate::kernels::seq_view::SeqLayout;
 use crate::kernels::Env;
@@ -61,7 +60,7 @@ pub struct StandaloneDecoder {
     ctx: Arc<GpuContext>,
     decoder: CodecDecoder,
     counts: wgpu::Buffer,
-    _env_buffers: (wgpu::Buffer, wgpu::Buffer, wgpu::Buffer, wgpu::Buffer),
+    _env_buffers: (wgpu::Buffer, wgpu::Buffer, wgpu::Buffer),
     single: Runner,
     /// Steps of `max_frames_per_step` frames, when that is more than 1.
     chunked: Option<Runner>,
@@ -96,7 +95,6 @@ impl StandaloneDecoder {
         let dummy = ctx.storage_zeroed("decoder.dummy", 16)?;
         let scratch = ctx.storage_zeroed("decoder.scratch", 16)?;
         let partials = ctx.storage_zeroed("decoder.partials", kernels.partials_bytes())?;
-        let split_sync = ctx.storage_zeroed("decoder.split_sync", SPLIT_SYNC_BYTES)?;
         let env = Env {
             ctx: &ctx,
             kernels: &kernels,
@@ -104,7 +102,6 @@ impl StandaloneDecoder {
             dummy: &dummy,
             scratch: &scratch,
             partials: &partials,
-            split_sync: &split_sync,
         };
         let single = runner(&ctx, &decoder, &env, 1)?;
         let chunk = options.max_frames_per_step;
@@ -113,7 +110,7 @@ impl StandaloneDecoder {
             ctx,
             decoder,
             counts,
-            _env_buffers: (dummy, scratch, partials, split_sync),
+            _env_buffers: (dummy, scratch, partials),
             single,
             chunked,
         })

@@ -68,15 +68,7 @@ impl ReferencePlan {
         let acc = z("ref.acc", (max_frames * h * 4) as u64)?;
         let step_codes = z("ref.step_codes", FRAME_BYTES)?;
         let step_desc = z("ref.step_desc", DESC_BYTES)?;
-        let env = Env {
-            ctx,
-            kernels,
-            counts: &counts,
-            dummy: &dummy,
-            scratch: &scratch,
-            partials: &scratch,
-            split_sync: &scratch,
-        };
+        let env = Env { ctx, kernels, counts: &counts, dummy: &dummy, scratch: &scratch, partials: &scratch };
         let groups = cp.embeddings.len() + 1;
         let embed = (0..groups)
             .map(|j| {

@@ -9,7 +9,6 @@ use crate::error::Result;
 use crate::gpu::{Dispatch, GpuContext, Readback};
 use crate::kernels::attention::KvFormat;
 use crate::kernels::layer::{persistent_groups, sync_bytes, workgroup_bytes, GridSync};
-use crate::kernels::matmul::SPLIT_SYNC_BYTES;
 use crate::kernels::select::KernelChoice;
 use crate::kernels::Env;
 use crate::model::code_predictor::{CodePredictorBuffers, CodePredictorWeights};
@@ -53,8 +52,6 @@ pub struct TickBuffers {
     pub scratch: wgpu::Buffer,
     /// Split-K partial sums of the GEMM matmuls ([`Env::partials`]).
     pub partials: wgpu::Buffer,
-    /// Their tiles' arrival counters ([`Env::split_sync`]).
-    pub split_sync: wgpu::Buffer,
 }
 
 /// Size in bytes of one row descriptor (`slot, pos, text, codec`).
@@ -85,7 +82,6 @@ impl TickBuffers {
             dummy: z("dummy", 16)?,
             scratch: z("scratch", 16)?,
             partials: ctx.storage_zeroed("gemm.partials", partials)?,
-            split_sync: ctx.storage_zeroed("gemm.split_sync", SPLIT_SYNC_BYTES)?,
         })
     }
 
@@ -165,7 +161,6 @@ impl TickPlan {
             dummy: &b.dummy,
             scratch: &b.scratch,
             partials: &b.partials,
-            split_sync: &b.split_sync,
         };
         let steps = talker.record(&env, &talker_bufs, &io, ids)?;
         let mut d = steps.input;
@@ -211,7 +206,6 @@ impl TickPlan {
             dummy: &self.bufs.dummy,
             scratch: &self.bufs.scratch,
             partials: &self.bufs.partials,
-            split_sync: &self.bufs.split_sync,
         }
     }
 }

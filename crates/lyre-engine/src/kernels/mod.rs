@@ -59,8 +59,4 @@ pub struct Env<'a> {
     /// Scratch for the partial sums of split-K matmuls, shared by every site (their dispatches
     /// run one after another); a matmul splits K only as far as its partials fit.
     pub partials: &'a wgpu::Buffer,
-    /// The split-K GEMMs' tile arrival counters and per-part row sums
-    /// ([`matmul::SPLIT_SYNC_BYTES`], zeroed; each dispatch leaves its counters at zero). A
-    /// smaller buffer turns the GEMMs' own reduction off.
-    pub split_sync: &'a wgpu::Buffer,
 }

@@ -5,7 +5,6 @@ use std::sync::{Arc, OnceLock};
 
 use bytemuck::Pod;
 use lyre_engine::gpu::{read_buffer, GpuContext, GpuOptions};
-use lyre_engine::kernels::matmul::SPLIT_SYNC_BYTES;
 use lyre_engine::kernels::select::KernelChoice;
 use lyre_engine::kernels::Env;
 
@@ -26,7 +25,6 @@ pub struct Gpu {
     pub dummy: wgpu::Buffer,
     pub scratch: wgpu::Buffer,
     pub partials: wgpu::Buffer,
-    pub split_sync: wgpu::Buffer,
 }
 
 /// One device per test process, shared by every test (each with its own buffers): devices are
@@ -48,9 +46,8 @@ impl Gpu {
         let dummy = ctx.storage_zeroed("dummy", 16).unwrap();
         let scratch = ctx.storage_zeroed("scratch", 16).unwrap();
         let partials = ctx.storage_zeroed("partials", 8 << 20).unwrap();
-        let split_sync = ctx.storage_zeroed("split_sync", SPLIT_SYNC_BYTES).unwrap();
         let kernels = KernelChoice::new(&ctx, &tuning());
-        Gpu { ctx, kernels, counts, dummy, scratch, partials, split_sync }
+        Gpu { ctx, kernels, counts, dummy, scratch, partials }
     }
 
     /// Whether the adapter runs the GEMM tiles on cooperative matrices (lavapipe does not).
@@ -71,7 +68,6 @@ impl Gpu {
             dummy: &self.dummy,
             scratch: &self.scratch,
             partials: &self.partials,
-            split_sync: &self.split_sync,
         }
     }
 

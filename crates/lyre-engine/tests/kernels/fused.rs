@@ -76,11 +76,10 @@ fn kernels(gpu: &Gpu) -> Vec<MatmulKernel> {
 /// (rows, k, n): odd column counts, row counts across every kernel's row tiles (4, 8, 32).
 fn shapes(kernel: MatmulKernel) -> &'static [(usize, usize, usize)] {
     if is_coop(kernel) {
-        // Past one 128-row tile, K in several chunks; columns a multiple of 32 (a split GEMM
-        // adds its own partials there).
-        &[(1, 32, 5), (33, 64, 70), (130, 96, 65), (70, 128, 96)]
+        // Past one 128-row tile, K in several chunks.
+        &[(1, 32, 5), (33, 64, 70), (130, 96, 65)]
     } else if matches!(kernel, MatmulKernel::Gemm { .. }) {
-        &[(1, 32, 5), (33, 64, 70), (40, 96, 65), (40, 128, 96)]
+        &[(1, 32, 5), (33, 64, 70), (40, 96, 65)]
     } else if matches!(kernel, MatmulKernel::Matvec { .. }) {
         &[(1, 64, 70), (3, 136, 33), (5, 520, 9), (7, 1032, 20)]
     } else if matches!(kernel, MatmulKernel::FewRows { .. }) {

@@ -11,4 +11,3 @@ mod fused;
 mod gather;
 mod linear;
 mod sample;
-mod split_reduce;

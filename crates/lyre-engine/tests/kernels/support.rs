@@ -6,7 +6,7 @@ use rand::{Rng, SeedableRng};
 
 #[path = "../common/gpu.rs"]
 mod gpu;
-pub use gpu::{tuning, Gpu};
+pub use gpu::Gpu;
 
 impl Gpu {
     pub fn run(&self, counts: RowCounts, dispatches: &[Dispatch]) {

@@ -1,10 +1,9 @@
 //! The register-blocked GEMM for matmuls over many rows (`matmul_bf16_gemm.wgsl`, on the tile of
-//! `gemm_tile.wgsl` or `coop_tile.wgsl`) and the reduction of its split-K partials. Which tile
-//! and split a tick's row count takes is
+//! `gemm_tile.wgsl` or `coop_tile.wgsl`) and the reduction of its split-K partials
+//! (`matmul_split_reduce.wgsl`). Which tile and split a tick's row count takes is
 //! [`KernelChoice::matmul_plan`](crate::kernels::select::KernelChoice::matmul_plan)'s; the
-//! partial sums go to the shared [`Env::partials`] buffer and are added in a fixed order, by the
-//! last workgroup of each tile (`matmul_split_fused.wgsl`, counting arrivals in
-//! [`Env::split_sync`]) or by a second dispatch (`matmul_split_reduce.wgsl`).
+//! partial sums go to the shared [`Env::partials`] buffer and a second dispatch adds them in a
+//! fixed order.
 
 use super::site::{Matmul, Params};
 use crate::error::{EngineError, Result};
@@ -20,8 +19,7 @@ pub const SOURCE: KernelSource = KernelSource {
         include_str!("matmul_weights4.wgsl"),
         include_str!("../shared/gemm_tile.wgsl"),
         include_str!("../shared/tile_partials.wgsl"),
-        include_str!("matmul_bf16_gemm.wgsl"),
-        include_str!("matmul_split_fused.wgsl")
+        include_str!("matmul_bf16_gemm.wgsl")
     ),
 };
 /// The same kernel on cooperative matrices (`coop_tile.wgsl` in place of `gemm_tile.wgsl`).
@@ -33,8 +31,7 @@ pub const SOURCE_COOP: KernelSource = KernelSource {
         include_str!("../shared/bf16.wgsl"),
         include_str!("matmul_common.wgsl"),
         include_str!("matmul_weights4.wgsl"),
-        include_str!("matmul_bf16_gemm.wgsl"),
-        include_str!("matmul_split_fused.wgsl")
+        include_str!("matmul_bf16_gemm.wgsl")
     ),
 };
 pub const SOURCE_REDUCE: KernelSource = KernelSource {
@@ -49,25 +46,6 @@ pub const SOURCE_REDUCE: KernelSource = KernelSource {
 
 /// Columns per workgroup of the reduction.
 const REDUCE_COLS: u32 = 256;
-/// Tile arrival counters in [`Env::split_sync`] (`SYNC_COUNTERS` in `matmul_split_fused.wgsl`).
-const SYNC_COUNTERS: u64 = 16384;
-/// Per-part row sums of squares after the counters.
-const SYNC_ROW_SUMS: u64 = 65536;
-/// Bytes of [`Env::split_sync`] a split GEMM needs to add its own partials.
-pub const SPLIT_SYNC_BYTES: u64 = (SYNC_COUNTERS + SYNC_ROW_SUMS) * 4;
-
-/// Whether a GEMM of `n` columns on `tile`, K split `split` ways, adds its own partials: where
-/// `tuning.gemm_fused_reduce` asks for it, `n` is a multiple of 32 (a tile's partials then share
-/// no cache line with another's) and every tile and row of the most rows whose partials fit
-/// `partials` bytes has its place in `sync` bytes.
-pub fn fuses_reduce(env_fused: bool, n: u32, tile: GemmTile, split: u32, partials: u64, sync: u64) -> bool {
-    if !env_fused || split < 2 || !n.is_multiple_of(32) || sync < SPLIT_SYNC_BYTES {
-        return false;
-    }
-    let most_rows = partials / (n as u64 * split as u64 * 4);
-    let tiles = groups(n, tile.cols()) as u64 * most_rows.div_ceil(tile.rows() as u64);
-    tiles <= SYNC_COUNTERS && most_rows * split as u64 <= SYNC_ROW_SUMS
-}
 
 /// The GEMM dispatch and, when K is split, the reduction after it.
 pub(super) fn dispatches(
@@ -95,17 +73,9 @@ pub(super) fn dispatches(
     let uniform = ctx.uniform(site.label, &params);
     let mut bound: Vec<&wgpu::Buffer> = vec![&uniform, env.counts];
     bound.extend_from_slice(buffers);
-    bound.extend([env.partials, env.split_sync]);
-    let fused = fuses_reduce(
-        env.kernels.gemm_fused_reduce(),
-        site.n,
-        tile,
-        split,
-        env.partials.size(),
-        env.split_sync.size(),
-    );
+    bound.push(env.partials);
     let mut constants = tile.constants().to_vec();
-    constants.extend([("SPLIT", split as f64), input, ("FUSED", fused as u32 as f64)]);
+    constants.extend([("SPLIT", split as f64), input]);
     let gemm = ctx.pipeline(if tile.coop { SOURCE_COOP } else { SOURCE }, &constants);
     let mut out = vec![Dispatch {
         label: site.label.to_string(),
@@ -118,13 +88,13 @@ pub(super) fn dispatches(
         },
         alternatives: Vec::new(),
     }];
-    if split > 1 && !fused {
+    if split > 1 {
         let reduce = ctx.pipeline(SOURCE_REDUCE, &[("SPLIT", split as f64), input]);
-        // The reduction reads neither the weights (2), gamma (6) nor the arrival counters (8).
+        // The reduction reads neither the weights (2) nor gamma (6).
         let used: Vec<(u32, &wgpu::Buffer)> = bound
             .iter()
             .enumerate()
-            .filter(|(i, _)| ![2, 6, 8].contains(i))
+            .filter(|(i, _)| ![2, 6].contains(i))
             .map(|(i, &b)| (i as u32, b))
             .collect();
         out.push(Dispatch {

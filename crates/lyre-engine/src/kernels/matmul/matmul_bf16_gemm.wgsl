@@ -8,9 +8,8 @@
 //
 // SPLIT > 1 splits K over grid z: each workgroup writes its raw partial block to `part`
 // ([z][rows][n]) and matmul_split_reduce.wgsl adds the partials in order and applies the
-// epilogue, or with FUSED = 1 the tile's last workgroup does (matmul_split_fused.wgsl). With
-// SPLIT = 1 the epilogue is applied here; in the RMS-normed mode the row's sum of squares is
-// gathered from the threads that staged its x.
+// epilogue. With SPLIT = 1 the epilogue is applied here; in the RMS-normed mode the row's sum of
+// squares is gathered from the threads that staged its x.
 
 override SPLIT: u32 = 1u;
 // Weight loads (vec2 of four bf16) per thread per chunk: BN columns × BK / 4 / threads (≤ 8).
@@ -118,9 +117,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
             }
         }
-        if (FUSED != 0u) {
-            add_partials_if_last(wid, t, ss, rows, r0, n0);
-        }
         return;
     }
     if (INPUT == INPUT_RMS) {
@@ -144,7 +140,12 @@ fn store_row(tx: u32, ty: u32, q: u32, r0: u32, n0: u32, rows: u32) {
     }
     var scale = 1.0;
     if (INPUT == INPUT_RMS) {
-        scale = row_scale(staged_row_sum(lr));
+        // Row lr was staged by threads 2 lr + 2 BM m and 2 lr + 1 + 2 BM m.
+        var q2 = 0.0;
+        for (var m = 0u; m < THREADS / (2u * BM); m++) {
+            q2 += row_sums[2u * lr + 2u * BM * m] + row_sums[2u * lr + 1u + 2u * BM * m];
+        }
+        scale = row_scale(q2);
     }
     for (var j = 0u; j < TN / 4u; j++) {
         let v = acc_at(tx, ty, q, j) * scale;
@@ -155,16 +156,6 @@ fn store_row(tx: u32, ty: u32, q: u32, r0: u32, n0: u32, rows: u32) {
             }
         }
     }
-}
-
-// The sum of squares of tile row lr's x in this workgroup's chunks, from row_sums (each thread's
-// `ss`): row lr was staged by threads 2 lr + 2 BM m and 2 lr + 1 + 2 BM m.
-fn staged_row_sum(lr: u32) -> f32 {
-    var q2 = 0.0;
-    for (var m = 0u; m < THREADS / (2u * BM); m++) {
-        q2 += row_sums[2u * lr + 2u * BM * m] + row_sums[2u * lr + 1u + 2u * BM * m];
-    }
-    return q2;
 }
 
 // Index (in vec2s of four bf16) of weight load f of the chunk c of the tile at column n0:

@@ -7,7 +7,6 @@ mod gemm;
 mod matvec;
 mod site;
 
-pub use gemm::SPLIT_SYNC_BYTES;
 pub use site::{Activation, Input, Matmul, Output};
 
 use crate::error::Result;

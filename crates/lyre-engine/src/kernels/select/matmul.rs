@@ -187,12 +187,6 @@ impl KernelChoice {
         self.tuning.gemm.enabled(self.adapter.cpu).then_some(self.tuning.gemm_min_rows)
     }
 
-    /// Whether a split-K GEMM's last workgroup of each tile adds the partials
-    /// (`tuning.gemm_fused_reduce`; where the shape allows, see `matmul::gemm`).
-    pub fn gemm_fused_reduce(&self) -> bool {
-        self.tuning.gemm_fused_reduce
-    }
-
     /// Rows from which the GEMM's tiles run on cooperative matrices; `None` where the adapter
     /// has none (or `tuning.coop` turned them off when the device was made).
     pub fn coop_min_rows(&self) -> Option<u32> {
