@@ -212,10 +212,10 @@ mod tests {
             assert_eq!(plan.at(rows), plan.at(33), "{rows} rows: {plan:?}");
         }
         assert_eq!(plan.at(32), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE, split: 4 });
-        // o (1024 columns, never the few-rows kernel's): from the GEMM's 5 rows.
+        // o (1024 columns, never the few-rows kernel's): from the GEMM's 6 rows.
         let o = gpu.matmul_plan(1024, 2048, false, gpu.partials_bytes());
-        assert!(matches!(o.at(4), MatmulKernel::Matvec { .. }), "{o:?}");
-        assert_eq!(o.at(5), o.at(33), "{o:?}");
+        assert!(matches!(o.at(5), MatmulKernel::Matvec { .. }), "{o:?}");
+        assert_eq!(o.at(6), o.at(33), "{o:?}");
         // Below coop_wide_min_rows the levels keep their own tiles: on registers below
         // coop_min_rows, else in their own cooperative form.
         let old = choice(GPU, &[("coop_min_rows", "33"), ("coop_wide_min_rows", "33")]);
