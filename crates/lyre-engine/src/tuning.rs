@@ -132,6 +132,8 @@ pub struct EngineTuning {
     pub conv_gemm_min_cols: u32,
     /// ...and its GEMM grid at least this many tiles (workgroups where K is split).
     pub conv_gemm_min_tiles: u32,
+    /// Conv layers whose K is fewer chunks than this keep the direct kernel at every tick size.
+    pub conv_gemm_min_chunks: u32,
     /// The most ways a conv GEMM whose grid is short of the GPU splits K, 1 (never) to 16.
     pub conv_gemm_max_split: u32,
     /// The codec conv GEMM's tile.
@@ -176,6 +178,7 @@ impl Default for EngineTuning {
             conv_gemm_min_rows: 32,
             conv_gemm_min_cols: 32,
             conv_gemm_min_tiles: 60,
+            conv_gemm_min_chunks: 1,
             conv_gemm_max_split: 8,
             conv_tile: TileName::Rows128,
             conv_coop: true,
@@ -209,6 +212,7 @@ impl EngineTuning {
             ("attention_chunk_keys", self.attention_chunk_keys, 1, u32::MAX),
             ("conv_gemm_min_rows", self.conv_gemm_min_rows, 1, u32::MAX),
             ("conv_gemm_min_cols", self.conv_gemm_min_cols, 1, u32::MAX),
+            ("conv_gemm_min_chunks", self.conv_gemm_min_chunks, 1, u32::MAX),
             ("conv_max_split", self.conv_max_split, 1, 16),
             ("conv_gemm_max_split", self.conv_gemm_max_split, 1, 16),
         ];

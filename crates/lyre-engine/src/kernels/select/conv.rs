@@ -31,6 +31,9 @@ pub struct GemmPolicy {
     pub min_cols: u32,
     pub min_tiles: u32,
     pub max_split: u32,
+    /// Layers of fewer chunks of K keep the direct kernel (a 1 × 1 conv of 96 channels has
+    /// three).
+    pub min_chunks: u32,
 }
 
 /// Workgroups a conv GEMM's grid is split up to (the cooperative matmul tiles' target: about
@@ -104,7 +107,7 @@ impl GemmPolicy {
         tile: GemmTile,
         partial_bytes: u64,
     ) -> Option<u32> {
-        if cols < self.min_cols || rows < self.min_rows {
+        if cols < self.min_cols || rows < self.min_rows || chunks < self.min_chunks {
             return None;
         }
         let tiles = rows.div_ceil(tile.rows()) * cols.div_ceil(tile.cols());
@@ -148,7 +151,7 @@ impl std::fmt::Display for ConvKernel {
 
 impl KernelChoice {
     /// When conv layers take the GEMM and how far they split K (`tuning.conv_gemm_min_rows`,
-    /// `_min_cols`, `_min_tiles`, `_max_split`).
+    /// `_min_cols`, `_min_tiles`, `_max_split`, `_min_chunks`).
     pub fn conv_gemm_policy(&self) -> GemmPolicy {
         let t = &self.tuning;
         GemmPolicy {
@@ -156,6 +159,7 @@ impl KernelChoice {
             min_cols: t.conv_gemm_min_cols,
             min_tiles: t.conv_gemm_min_tiles,
             max_split: t.conv_gemm_max_split.max(1),
+            min_chunks: t.conv_gemm_min_chunks,
         }
     }
 
@@ -220,7 +224,8 @@ impl KernelChoice {
 mod tests {
     use super::*;
 
-    const POLICY: GemmPolicy = GemmPolicy { min_rows: 128, min_cols: 32, min_tiles: 60, max_split: 8 };
+    const POLICY: GemmPolicy =
+        GemmPolicy { min_rows: 128, min_cols: 32, min_tiles: 60, max_split: 8, min_chunks: 1 };
     const PARTIALS: u64 = 32 << 20;
     /// (rows per session, columns, chunks) of the 12 Hz codec's conv layers.
     const LAYERS: [(u32, u32, u32); 5] =

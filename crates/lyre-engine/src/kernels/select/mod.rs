@@ -225,6 +225,12 @@ mod tests {
         assert!(
             matches!(coop32.at(32), MatmulKernel::Gemm { tile, .. } if tile == GemmTile::ROWS_32.on_coop().unwrap())
         );
+        // conv_gemm_min_chunks keeps layers of short K on the direct kernel at every tick size:
+        // block 3's 1 × 1 conv (96 channels: 3 chunks) at 256 sessions, not its k7 conv (21).
+        assert!(matches!(gpu.conv(1920, 96, 3, 256), ConvKernel::Gemm { .. }));
+        let short_k = choice(GPU, &[("conv_gemm_min_chunks", "4")]);
+        assert_eq!(short_k.conv(1920, 96, 3, 256), ConvKernel::Direct);
+        assert_eq!(short_k.conv(1920, 96, 21, 256), gpu.conv(1920, 96, 21, 256));
         let small = Adapter { max_invocations_per_workgroup: 256, ..GPU };
         assert_eq!(KernelChoice::for_adapter(small, &t).conv_max_k_split(), 4, "within the workgroup size");
     }
