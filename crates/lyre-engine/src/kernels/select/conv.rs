@@ -52,7 +52,9 @@ const MAX_SESSIONS: u32 = 4096;
 
 impl GemmPolicy {
     /// The fewest sessions from which a layer of `rows_in` input rows per session and `cols`
-    /// virtual columns takes the GEMM with `tile`; `None` when it never does.
+    /// virtual columns takes the unsplit GEMM with `tile`; `None` when it never does. It looks at
+    /// rows and columns only: a layer of fewer than `min_chunks` chunks of K never takes the GEMM,
+    /// which [`GemmPolicy::split_at`] (and so every level) checks.
     pub fn min_sessions(&self, rows_in: u32, cols: u32, tile: GemmTile) -> Option<u32> {
         if cols < self.min_cols {
             return None;
