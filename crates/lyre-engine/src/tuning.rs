@@ -144,6 +144,9 @@ pub struct EngineTuning {
     pub conv_max_split: u32,
     /// Conv layers of a few output columns (the codec's last) on the narrow kernel.
     pub conv_narrow: Switch,
+    /// A codec residual unit's dilated conv and 1 × 1 conv as one GEMM dispatch where the tile
+    /// holds all its channels and the dilated conv's K is not split.
+    pub conv_fuse_units: bool,
 }
 
 impl Default for EngineTuning {
@@ -184,6 +187,7 @@ impl Default for EngineTuning {
             conv_coop: true,
             conv_max_split: 16,
             conv_narrow: Switch::Auto,
+            conv_fuse_units: true,
         }
     }
 }

@@ -59,6 +59,17 @@ fn runs(choice: &KernelChoice, what: &str, shape: &str, rows: &str) -> String {
             let (rows_in, cols) = pair(size);
             choice.conv(rows_in, cols, number(chunks), number(rows)).to_string()
         }
+        "codec residual unit" => {
+            let (size, chunks) = shape.split_once(',').unwrap_or_else(|| panic!("`{shape}`: no chunks"));
+            let (rows_in, cols) = pair(size);
+            let from = choice.conv_unit_fused_from(rows_in, cols, number(chunks), choice.partials_bytes());
+            match from {
+                Some(from) if number(rows) >= from => {
+                    format!("one dispatch, {}", choice.conv(rows_in, cols, number(chunks), number(rows)))
+                }
+                _ => "two convs".to_string(),
+            }
+        }
         other => panic!("unknown kind `{other}` in {DOC}"),
     }
 }

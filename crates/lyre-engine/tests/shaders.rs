@@ -163,7 +163,7 @@ fn cooperative_kernels_compile_for_vulkan_and_have_a_fallback_everywhere() {
     coop.push(GemmTile::COOP_WIDE);
     let [vulkan, _, dx12] = backends();
     let only = catalog::vulkan_only();
-    assert_eq!(only.len(), 2, "the matmul and conv GEMMs");
+    assert_eq!(only.len(), 3, "the matmul and conv GEMMs and the fused residual unit");
     let all: Vec<&str> = catalog::all().iter().map(|k| k.kernel.name).collect();
     for v in &only {
         let kernel = CompiledKernel { kernel: v.kernel, prelude: "" };

@@ -199,9 +199,9 @@ impl Engine {
     /// Ends the utterance of a streamed session's text so far, as [`Engine::end_text`] would,
     /// but keeps the session: text appended later starts the next utterance in the same slot
     /// (a new prompt from position zero, the next segment's seed), and its audio continues the
-    /// same stream. Frames carry the utterance's index in [`Frame::segment`]. With nothing
+    /// same stream. Frames carry the utterance's index in [`Frame::segment`](super::Frame::segment). With nothing
     /// appended since the last utterance ended, this does nothing and returns false; otherwise
-    /// the step that speaks the flushed text's last frame reports [`StepOutput::flushed`].
+    /// the step that speaks the flushed text's last frame reports [`StepOutput::flushed`](super::StepOutput::flushed).
     pub fn end_utterance(&mut self, id: SessionId) -> Result<bool> {
         let s = self.sessions.get_mut(&id).ok_or(EngineError::UnknownSession(id))?;
         s.end_utterance(&self.model.tokenizer)

@@ -47,8 +47,9 @@ pub fn all() -> Vec<CompiledKernel> {
 /// convs. Everywhere else the same GEMMs run on the register tile.
 pub fn vulkan_only() -> Vec<VulkanOnly> {
     let feature = "cooperative matrices (VK_KHR_cooperative_matrix)";
-    [super::matmul::COOP_AND_FALLBACK, super::conv::COOP_AND_FALLBACK]
+    [super::matmul::COOP_AND_FALLBACK]
         .into_iter()
+        .chain(super::conv::COOP_AND_FALLBACK)
         .map(|(kernel, fallback)| VulkanOnly { kernel, feature, fallback })
         .collect()
 }

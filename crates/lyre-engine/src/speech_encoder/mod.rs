@@ -2,9 +2,9 @@
 //! frames, the reference codes of in-context (ICL) voice cloning.
 //!
 //! It is transformers' `MimiModel.encode` without the decoder half, as the official
-//! `Qwen3TTSTokenizerV2Model.encode` calls it: SEANet conv encoder ([`seanet`]) → encoder
-//! transformer ([`transformer`]) → stride-2 downsample conv (replicate padding) → split RVQ
-//! ([`quantizer`]), keeping the first `encoder_valid_num_quantizers` codes and
+//! `Qwen3TTSTokenizerV2Model.encode` calls it: SEANet conv encoder (`seanet`) → encoder
+//! transformer (`transformer`) → stride-2 downsample conv (replicate padding) → split RVQ
+//! (`quantizer`), keeping the first `encoder_valid_num_quantizers` codes and
 //! `ceil(len / encode_downsample_rate)` frames. The wrapper's feature extractor neither pads nor
 //! normalises a single clip, so the samples go in as they are.
 //!

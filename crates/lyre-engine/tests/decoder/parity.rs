@@ -1,6 +1,9 @@
 //! Against the fixtures' references: every stage of `refs/speech_decoder.safetensors`, its
 //! waveform, and the waveform of each `e2e_*` case decoded from its codes.
 
+use lyre_engine::kernels::select::KernelChoice;
+use lyre_engine::EngineTuning;
+
 use crate::support::*;
 
 /// Stages with their reference layout: true when stored `(1, C, T)`, false for `(1, T, C)`.
@@ -18,10 +21,14 @@ const STAGES: [(&str, bool); 10] = [
 ];
 
 fn check_stages(name: &str) {
+    check_stages_tuned(name, &tuning());
+}
+
+fn check_stages_tuned(name: &str, tuning: &EngineTuning) {
     let ctx = gpu();
     let refs = Refs::open(name, "speech_decoder");
     let codes = refs.frames_codebook_major("codes");
-    let mut dec = decoder(&ctx, name, options(1, codes.len(), 1));
+    let mut dec = decoder_tuned(&ctx, name, options(1, codes.len(), 1), tuning);
     let capture = dec.decode_clip_capture(&codes).expect("decode");
     for (stage, channel_major) in STAGES {
         let got = &capture.stages[stage];
@@ -41,6 +48,30 @@ fn every_stage_matches_the_reference_custom_voice() {
 #[test]
 fn every_stage_matches_the_reference_base() {
     check_stages("tiny-base");
+}
+
+/// With every conv on the register-tile GEMM, unsplit, each residual unit runs as one dispatch
+/// (`conv1d_unit.wgsl`; the 12 Hz codec's last block takes it on GPUs with cooperative matrices).
+#[test]
+fn every_stage_matches_the_reference_with_each_residual_unit_fused() {
+    let mut tuning = EngineTuning::default();
+    for (key, value) in [
+        ("conv_gemm_min_rows", "1"),
+        ("conv_gemm_min_cols", "1"),
+        ("conv_gemm_min_tiles", "0"),
+        ("conv_gemm_max_split", "1"),
+        ("conv_narrow", "off"),
+    ] {
+        tuning.set(key, value).unwrap();
+    }
+    let kernels = KernelChoice::new(&gpu(), &tuning);
+    // The tiny codec's blocks: 16, 8, 4 and 2 channels over 32, 160, 640 and 1920 rows a frame.
+    for (rows_in, channels) in [(32, 16u32), (160, 8), (640, 4), (1920, 2)] {
+        let chunks = 7 * channels.div_ceil(4).div_ceil(kernels.conv_tile().bk / 4);
+        let from = kernels.conv_unit_fused_from(rows_in, channels, chunks, u64::MAX);
+        assert_eq!(from, Some(1), "a block of {channels} channels fuses from one session");
+    }
+    check_stages_tuned("tiny-custom-voice", &tuning);
 }
 
 /// Each `e2e_*` case's waveform from its codes; for in-context-learning cases the wrapper decodes

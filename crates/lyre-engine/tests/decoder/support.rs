@@ -4,6 +4,7 @@ use lyre_engine::checkpoint::config::{read_json, SpeechTokenizerConfig};
 use lyre_engine::checkpoint::weights::WeightFile;
 use lyre_engine::codec::{DecoderOptions, StandaloneDecoder};
 use lyre_engine::gpu::GpuContext;
+use lyre_engine::EngineTuning;
 
 #[path = "../common/fixtures.rs"]
 mod fixtures;
@@ -20,8 +21,17 @@ pub fn speech_tokenizer(name: &str) -> (SpeechTokenizerConfig, WeightFile) {
 }
 
 pub fn decoder(ctx: &Arc<GpuContext>, name: &str, options: DecoderOptions) -> StandaloneDecoder {
+    decoder_tuned(ctx, name, options, &tuning())
+}
+
+pub fn decoder_tuned(
+    ctx: &Arc<GpuContext>,
+    name: &str,
+    options: DecoderOptions,
+    tuning: &EngineTuning,
+) -> StandaloneDecoder {
     let (cfg, weights) = speech_tokenizer(name);
-    StandaloneDecoder::with_options(ctx.clone(), &cfg, &weights, options, &tuning()).expect("decoder")
+    StandaloneDecoder::with_options(ctx.clone(), &cfg, &weights, options, tuning).expect("decoder")
 }
 
 pub fn options(max_sessions: usize, max_frames: usize, frames_per_step: usize) -> DecoderOptions {

@@ -141,7 +141,7 @@ impl Validator<'_> {
 
     /// Cuts a whole-text request's text into the segments the engine will speak (see
     /// [`plan_segments`]) and returns how many there are. Tokenizes the whole text: call it
-    /// off the async threads ([`blocking`]) for long texts.
+    /// off the async threads (`blocking`) for long texts.
     pub fn segment(&self, request: &mut SessionRequest) -> Result<usize, Failure> {
         if !matches!(request.text, TextInput::Whole(_)) {
             return Ok(0);

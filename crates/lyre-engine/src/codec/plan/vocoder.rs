@@ -2,6 +2,9 @@
 //! (Snake → dilated conv k7 → Snake → conv k1, added to the stream); then the final Snake, the
 //! output conv k7 → 1 channel, and the clamp into the PCM buffer.
 //!
+//! Where the conv GEMM's tile holds a block's channels, a unit's two convs run as one dispatch
+//! from the session count where its dilated conv's GEMM runs unsplit ([`ResidualUnit`]).
+//!
 //! No Snake runs as a dispatch of its own: each is fused into the conv before it. A unit's second
 //! Snake is its dilated conv's activation; every other Snake reads the block's stream, so the conv
 //! that last wrote the stream (`decoder.0`, the ConvTranspose, a unit's conv k1) also stores the
@@ -13,7 +16,7 @@ use crate::codec::state::{Ring, StreamState};
 use crate::codec::weights::DecoderWeights;
 use crate::error::Result;
 use crate::gpu::Dispatch;
-use crate::kernels::conv::{Conv1d, FusedSnake, Residual, SnakeWeights};
+use crate::kernels::conv::{Conv1d, FusedSnake, Residual, ResidualUnit, SnakeWeights};
 
 pub(super) struct Buffers {
     /// The block's stream: ConvTranspose output plus each unit's residual.
@@ -76,13 +79,15 @@ pub(super) fn build(plan: &FramePlan, inp: &StepInputs) -> Result<Vec<Dispatch>>
         out.push(Conv1d { snake: copy_after(i, None), ..convt }.build(env)?);
         for (u, (unit, ring)) in block.units.iter().zip(&rings.units).enumerate() {
             let label = |n: &str| format!("decoder.block{i}.unit{u}.{n}");
-            let conv1_label = label("conv1");
+            let (unit_label, conv1_label, conv2_label) = (label("fused"), label("conv1"), label("conv2"));
             let conv1 = conv(inp.sessions, &conv1_label, &unit.conv1, ring.view(), b.c.view(), rows);
-            out.push(Conv1d { snake: FusedSnake::Output(&unit.act2), ..conv1 }.build(env)?);
-            let conv2_label = label("conv2");
             let conv2 = conv(inp.sessions, &conv2_label, &unit.conv2, b.c.view(), b.x.view(), rows);
-            let conv2 = Conv1d { residual: Residual::Accumulate, snake: copy_after(i, Some(u)), ..conv2 };
-            out.push(conv2.build(env)?);
+            let unit = ResidualUnit {
+                label: &unit_label,
+                dilated: Conv1d { snake: FusedSnake::Output(&unit.act2), ..conv1 },
+                pointwise: Conv1d { residual: Residual::Accumulate, snake: copy_after(i, Some(u)), ..conv2 },
+            };
+            out.extend(unit.build(env)?);
         }
         rows_in = rows;
     }

@@ -210,6 +210,13 @@ pub(super) struct Params {
     _pad: [u32; 2],
 }
 
+impl Params {
+    /// These parameters (input, geometry) with `other`'s output views and epilogue flags.
+    pub(super) fn with_output_of(self, other: &Params) -> Params {
+        Params { y: other.y, r: other.r, z: other.z, flags: other.flags, ..self }
+    }
+}
+
 /// Buffers a site binds from binding 3 on: weights, bias, scale, input, residual, output, the
 /// fused SnakeBeta's two factors and its second output.
 pub(super) const BOUND: usize = 9;

@@ -23,6 +23,7 @@ pub const SOURCE: KernelSource = KernelSource {
         include_str!("conv1d_gemm_stage_f32.wgsl"),
         include_str!("../shared/gemm_tile.wgsl"),
         include_str!("../shared/tile_partials.wgsl"),
+        include_str!("conv1d_gemm_common.wgsl"),
         include_str!("conv1d_gemm.wgsl")
     ),
 };
@@ -39,6 +40,7 @@ pub const SOURCE_COOP: KernelSource = KernelSource {
         include_str!("../shared/snake_beta.wgsl"),
         include_str!("conv1d_common.wgsl"),
         include_str!("conv1d_weights_f16.wgsl"),
+        include_str!("conv1d_gemm_common.wgsl"),
         include_str!("conv1d_gemm.wgsl")
     ),
 };
@@ -134,18 +136,24 @@ fn coop_buffers<'a>(
     env: &Env,
     mut buffers: [&'a wgpu::Buffer; BOUND],
 ) -> Result<[&'a wgpu::Buffer; BOUND]> {
+    buffers[0] = f16_weights(site, env)?;
+    Ok(buffers)
+}
+
+/// The f16 copy of `site`'s weights that the cooperative kernels read, or why they cannot run on
+/// this site.
+pub(super) fn f16_weights<'a>(site: &'a Conv1d, env: &Env) -> Result<&'a wgpu::Buffer> {
     if !env.ctx.has_coop_f16() {
         return Err(EngineError::Gpu(format!(
             "conv `{}`: the adapter has no cooperative matrices",
             site.label
         )));
     }
-    buffers[0] = site.conv.weight_f16.as_ref().ok_or_else(|| {
+    site.conv.weight_f16.as_ref().ok_or_else(|| {
         EngineError::Gpu(format!(
             "conv `{}`: its weights have no f16 copy for the cooperative-matrix kernel (uploaded \
              without cooperative matrices)",
             site.label
         ))
-    })?;
-    Ok(buffers)
+    })
 }

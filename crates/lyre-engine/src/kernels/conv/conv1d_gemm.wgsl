@@ -1,34 +1,13 @@
-// conv1d.wgsl as an implicit GEMM for layers with many rows (same math, parameters and epilogue;
-// prepended with seq_view.wgsl, conv1d_common.wgsl, a weights file and gemm_tile.wgsl or
-// coop_tile.wgsl): C[rows × cols] = A · B with A[row][(m, c)] = x[row - m·dil][c] read through
-// the views and B the packed weights. A workgroup computes BM rows × BN virtual columns; K runs
-// over every tap m and the input channels in chunks of BK (BK / 4 groups of 4), and the next
-// chunk's loads are in flight while the current one is multiplied. The tiles run over the
-// step's rows of all sessions as one sequence (`y_rows` = BM rows per workgroup, grid y).
-// TM · BK = 128: each thread stages two vec4s of x per chunk. The weights are WeightVecs (f32,
-// or f16 on cooperative matrices), loaded and staged as they are.
+// The conv GEMM's entry point (after conv1d_gemm_common.wgsl): one layer, its epilogue applied
+// to the sums of each tile.
 //
 // SPLIT > 1 splits K (the chunks) over grid z for layers whose tile grid is too short to fill
 // the GPU: each workgroup writes its raw sums to `part` ([z][session rows][cols]) and
 // conv1d_split_reduce.wgsl adds them in z order and applies the epilogue.
 
-// Weight loads (vec4 of four input channels) per thread per chunk (at most 8).
-override W_LOADS: u32 = BN * BK / 4u / THREADS;
 override SPLIT: u32 = 1u;
 
 @group(0) @binding(12) var<storage, read_write> part: array<f32>;
-
-// Flat row (session * rows_in + t) of tile row `i`, and whether it is one of the step's rows.
-fn tile_row(wid: vec3<u32>, i: u32, ns: u32) -> vec2<u32> {
-    let flat = wid.y * p.y_rows + i;
-    let ok = i < p.y_rows && flat / p.rows_in < ns;
-    return vec2<u32>(flat, u32(ok));
-}
-
-// First vec4 of the input row that tap m of (session s, row t) reads.
-fn tap_base(s: u32, t: u32, m: u32) -> u32 {
-    return row_offset(p.x, s, i32(t) - i32(m * p.dil)) / 4u;
-}
 
 @compute @workgroup_size(THREADS)
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -36,39 +15,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     let tx = li % 16u;
     let ty = li / 16u;
     let col0 = wid.x * BN;
-    let kv = BK / 4u; // channel groups per chunk
-    // x loader: tile row xr, chunk-relative channel groups xk and xk2. A row past the step's
-    // rows stages the tile's first row (always valid) and is never written.
-    let xr = (li / 2u) % BM;
-    let xk = 2u * (li / (2u * BM)) + li % 2u;
-    let xk2 = 2u * ((li + THREADS) / (2u * BM)) + li % 2u;
-    let r = tile_row(wid, xr, ns);
-    let flat = select(tile_row(wid, 0u, ns).x, r.x, r.y != 0u);
-    let xs_s = flat / p.rows_in;
-    let xs_t = flat % p.rows_in;
-    let groups_per_tap = (p.cin4 + kv - 1u) / kv;
-    let chunks = p.taps * groups_per_tap;
-    // This workgroup's chunks: all of them, or its part of a split K.
-    let per_split = (chunks + SPLIT - 1u) / SPLIT;
-    let c_begin = min(wid.z * per_split, chunks);
-    let c_end = min(c_begin + per_split, chunks);
-
-    clear_acc();
-    var at = ConvLoader(xs_s, xs_t, xk, xk2, li, col0, groups_per_tap, 0u, tap_base(xs_s, xs_t, 0u));
-    var regs = ConvRegs();
-    if (c_begin < c_end) {
-        regs = load_conv_chunk(&at, c_begin);
-    }
-    for (var j = c_begin; j < c_end; j++) {
-        stage_conv_chunk(at, xr, j, regs);
-        workgroupBarrier();
-        // Issue the next chunk's loads; they complete while chunk j is multiplied.
-        if (j + 1u < c_end) {
-            regs = load_conv_chunk(&at, j + 1u);
-        }
-        mma_chunk(j, tx, ty);
-        release_chunk();
-    }
+    accumulate_conv(li, wid, ns, wid.z, SPLIT);
     // Block rows of each part of the sums (see flush_acc).
     let per_part = TM / CS_PARTS;
     for (var part = 0u; part < CS_PARTS; part++) {
@@ -83,91 +30,6 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
             } else {
                 store_row(tx, ty, q, col0, o.x);
             }
-        }
-    }
-}
-
-// The epilogue of block row `q`, flat row `flat` of the step, at the tile's columns from col0.
-fn store_row(tx: u32, ty: u32, q: u32, col0: u32, flat: u32) {
-    let s = flat / p.rows_in;
-    let t = flat % p.rows_in;
-    // Without upsampling every column of the row lands in the same output row: find it
-    // once, not per value (ring views cost two modulos each).
-    var rows = vec3<u32>(0u);
-    if (p.up == 1u) {
-        rows = output_row(s, i32(t));
-    }
-    for (var jb = 0u; jb < TN / 4u; jb++) {
-        let a = acc_at(tx, ty, q, jb);
-        let c0 = col0 + block_col(tx, jb);
-        for (var e = 0u; e < 4u; e++) {
-            if (c0 + e < p.cols) {
-                if (p.up == 1u) {
-                    store_at(rows, c0 + e, a[e]);
-                } else {
-                    store_output(s, t, c0 + e, a[e]);
-                }
-            }
-        }
-    }
-}
-
-// Where one thread's loads of a chunk come from: its x row (session s, row t) and chunk-relative
-// channel groups xk and xk2, its thread index and the tile's first column, and the tap whose
-// input row it last looked up (row views cost modulos: the lookup is redone only when the tap
-// changes).
-struct ConvLoader {
-    s: u32,
-    t: u32,
-    xk: u32,
-    xk2: u32,
-    li: u32,
-    col0: u32,
-    groups_per_tap: u32,
-    tap: u32,
-    xb: u32,
-}
-
-// One thread's loads of one chunk: two vec4s of x and W_LOADS weight vectors.
-struct ConvRegs {
-    x0: vec4<f32>,
-    x1: vec4<f32>,
-    w: array<WeightVec, 8>,
-}
-
-fn load_conv_chunk(at: ptr<function, ConvLoader>, j: u32) -> ConvRegs {
-    var r = ConvRegs();
-    let m = j / (*at).groups_per_tap;
-    let c0 = (j % (*at).groups_per_tap) * (BK / 4u);
-    if (m != (*at).tap) {
-        (*at).tap = m;
-        (*at).xb = tap_base((*at).s, (*at).t, m);
-    }
-    let xb = (*at).xb;
-    let ca = c0 + (*at).xk;
-    let cb = c0 + (*at).xk2;
-    r.x0 = select(vec4<f32>(0.0), x[xb + min(ca, p.cin4 - 1u)], ca < p.cin4);
-    r.x1 = select(vec4<f32>(0.0), x[xb + min(cb, p.cin4 - 1u)], cb < p.cin4);
-    for (var q = 0u; q < 8u; q++) {
-        if (q < W_LOADS) {
-            let f = (*at).li + q * THREADS;
-            let v = (*at).col0 + f % BN;
-            let g = c0 + f / BN;
-            let wv = w[(m * p.cin4 + min(g, p.cin4 - 1u)) * p.cols + min(v, p.cols - 1u)];
-            r.w[q] = select(WeightVec(), wv, g < p.cin4 && v < p.cols);
-        }
-    }
-    return r;
-}
-
-// Stages chunk j from the registers.
-fn stage_conv_chunk(at: ConvLoader, xr: u32, j: u32, r: ConvRegs) {
-    stage_x(j, at.xk, xr, r.x0);
-    stage_x(j, at.xk2, xr, r.x1);
-    for (var q = 0u; q < 8u; q++) {
-        if (q < W_LOADS) {
-            let f = at.li + q * THREADS;
-            stage_weight(j, f / BN, f % BN, r.w[q]);
         }
     }
 }

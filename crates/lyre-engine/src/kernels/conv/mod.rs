@@ -7,6 +7,7 @@ mod conv1d_gemm;
 mod depthwise_conv;
 mod direct;
 mod narrow;
+mod residual_unit;
 mod snake_weights;
 
 pub use conv1d::{
@@ -14,6 +15,7 @@ pub use conv1d::{
     PackedConv, Residual,
 };
 pub use depthwise_conv::DepthwiseConv;
+pub use residual_unit::ResidualUnit;
 pub use snake_weights::SnakeWeights;
 
 use crate::error::Result;
@@ -22,18 +24,21 @@ use crate::kernels::gemm_tile::GemmTile;
 use crate::kernels::Env;
 
 /// The kernels of this family.
-pub(super) const SOURCES: [KernelSource; 6] = [
+pub(super) const SOURCES: [KernelSource; 8] = [
     direct::SOURCE,
     narrow::SOURCE,
     conv1d_gemm::SOURCE,
     conv1d_gemm::SOURCE_COOP,
     conv1d_gemm::SOURCE_REDUCE,
+    residual_unit::SOURCE,
+    residual_unit::SOURCE_COOP,
     depthwise_conv::SOURCE,
 ];
 
-/// The GEMM on cooperative matrices, and the register-tile GEMM that runs where they are missing.
-pub(super) const COOP_AND_FALLBACK: (KernelSource, KernelSource) =
-    (conv1d_gemm::SOURCE_COOP, conv1d_gemm::SOURCE);
+/// The GEMMs on cooperative matrices, each with the register-tile kernel that runs where they are
+/// missing.
+pub(super) const COOP_AND_FALLBACK: [(KernelSource, KernelSource); 2] =
+    [(conv1d_gemm::SOURCE_COOP, conv1d_gemm::SOURCE), (residual_unit::SOURCE_COOP, residual_unit::SOURCE)];
 
 impl Conv1d<'_> {
     /// The dispatch of this site: the narrow kernel for a layer of a few columns
@@ -83,7 +88,7 @@ impl Conv1d<'_> {
 
     /// Chunks of K the GEMM with `tile` runs through: every tap's input channels in chunks of
     /// `tile.bk`.
-    fn gemm_chunks(&self, tile: GemmTile) -> u32 {
+    pub(super) fn gemm_chunks(&self, tile: GemmTile) -> u32 {
         let s = self.conv.shape;
         s.taps * s.cin4().div_ceil(tile.bk / 4)
     }

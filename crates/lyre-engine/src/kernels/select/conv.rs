@@ -213,6 +213,24 @@ impl KernelChoice {
         }
     }
 
+    /// The fewest sessions from which a residual unit whose dilated conv has `rows_in` input rows
+    /// per session, `cols` channels and `chunks` chunks of K runs as one dispatch
+    /// (`tuning.conv_fuse_units`): where that conv's GEMM runs unsplit and
+    /// [`KernelChoice::conv_tile`] holds every channel. `None` where it never does.
+    pub fn conv_unit_fused_from(
+        &self,
+        rows_in: u32,
+        cols: u32,
+        chunks: u32,
+        partial_bytes: u64,
+    ) -> Option<u32> {
+        if !self.tuning.conv_fuse_units || self.conv_narrow(cols) || cols > self.conv_tile().cols() {
+            return None;
+        }
+        let levels = self.conv_gemm_levels(rows_in, cols, chunks, partial_bytes);
+        levels.last().filter(|l| l.split == 1).map(|l| l.min_sessions)
+    }
+
     /// Most K slices per workgroup of the direct kernel in a tick of one session:
     /// `tuning.conv_max_split` (16: on an H200 it took 0.35 ms off batch 1's codec against 8)
     /// within the adapter's workgroup size.

@@ -16,13 +16,13 @@ use super::*;
 
 /// SnakeBeta in f64 from the checkpoint's log-space factors, the argument formed in f32 as the
 /// GPU forms it.
-struct CpuSnake {
+pub(super) struct CpuSnake {
     alpha: Vec<f32>,
     inv_beta: Vec<f32>,
 }
 
 impl CpuSnake {
-    fn random(gpu: &Gpu, rng: &mut StdRng, channels: usize) -> (Self, SnakeWeights) {
+    pub(super) fn random(gpu: &Gpu, rng: &mut StdRng, channels: usize) -> (Self, SnakeWeights) {
         let log_alpha = randn(rng, channels, 1.0);
         let log_beta = randn(rng, channels, 1.0);
         let weights = SnakeWeights::upload(&gpu.ctx, "snake", &log_alpha, &log_beta).unwrap();
@@ -31,7 +31,7 @@ impl CpuSnake {
         (CpuSnake { alpha, inv_beta }, weights)
     }
 
-    fn apply(&self, v: f32, c: usize) -> f32 {
+    pub(super) fn apply(&self, v: f32, c: usize) -> f32 {
         let arg = (self.alpha[c] * v) as f64;
         (v as f64 + self.inv_beta[c] as f64 * arg.sin().powi(2)) as f32
     }

@@ -5,6 +5,7 @@ mod conv;
 mod conv_gemm;
 mod conv_narrow;
 mod conv_snake;
+mod conv_unit;
 mod elementwise;
 mod norm;
 
