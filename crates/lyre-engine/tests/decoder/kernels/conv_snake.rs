@@ -121,16 +121,7 @@ fn snake_copy_case(kernel: Kernel, cin: usize, cout: usize, rows: usize, seed: u
     let convt = transposed_conv_reference(&w, &b, &signals, (cin, cout, k, stride), rows);
     let want_y: Vec<f32> = convt.iter().zip(&stream).map(|(&c, &s)| (c as f64 + s as f64) as f32).collect();
     let want_z: Vec<f32> = want_y.iter().enumerate().map(|(i, &v)| snake.apply(v, i % cout)).collect();
-    // The ring rows of each session's step, in the order of the stream's rows.
-    let ring_all: Vec<f32> = gpu.read(&z.buffer);
-    let mut got_z = Vec::new();
-    for &(slot, frame) in &SESSIONS {
-        for t_out in 0..out_rows {
-            let row = (frame as usize * out_rows + t_out) % z.len as usize;
-            let base = (slot as usize * z.len as usize + row) * z.stride as usize;
-            got_z.extend_from_slice(&ring_all[base..base + cout]);
-        }
-    }
+    let got_z = z.step_rows(&gpu, &SESSIONS, out_rows, cout);
     let what = format!("convt {cin}→{cout} accumulated, Snake copy, {rows} rows, {kernel:?}");
     let y_got = gpu.read::<f32>(&y);
     assert_close(&format!("{what}: stream"), &y_got, &want_y, kernel.tolerance(1e-5, &want_y));

@@ -111,15 +111,7 @@ fn unit_case(gpu: &Gpu, env: &Env, build: Build, ch: usize, rows: usize, seed: u
     }
     let want_z: Vec<f32> = want_y.iter().enumerate().map(|(i, &v)| next.apply(v, i % ch)).collect();
     let got_y = dense_rows(&gpu.read::<f32>(&y), SESSIONS.len(), rows, stride as usize, ch);
-    let ring_all: Vec<f32> = gpu.read(&z.buffer);
-    let mut got_z = Vec::new();
-    for &(slot, frame) in &SESSIONS {
-        for t in 0..rows {
-            let row = (frame as usize * rows + t) % z.len as usize;
-            let base = (slot as usize * z.len as usize + row) * z.stride as usize;
-            got_z.extend_from_slice(&ring_all[base..base + ch]);
-        }
-    }
+    let got_z = z.step_rows(gpu, &SESSIONS, rows, ch);
     // f16 operands in both GEMMs on cooperative matrices; f32 sums on the register tile.
     // (The Snake's slope reaches about 8 here, so the ring's error is a few times the stream's.)
     let coop = match build {

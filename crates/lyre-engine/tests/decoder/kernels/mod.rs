@@ -108,6 +108,21 @@ impl RingFill {
             layout: SeqLayout::Ring { len: self.len, rows_per_frame: self.rows_per_frame },
         }
     }
+
+    /// The `rows` rows each of `sessions` wrote this step (at its frame's place in its slot),
+    /// their first `channels` values, in the order of the sessions.
+    pub fn step_rows(&self, gpu: &Gpu, sessions: &[(u32, u32)], rows: usize, channels: usize) -> Vec<f32> {
+        let all: Vec<f32> = gpu.read(&self.buffer);
+        let mut out = Vec::with_capacity(sessions.len() * rows * channels);
+        for &(slot, frame) in sessions {
+            for t in 0..rows {
+                let row = (frame as usize * rows + t) % self.len as usize;
+                let base = (slot as usize * self.len as usize + row) * self.stride as usize;
+                out.extend_from_slice(&all[base..base + channels]);
+            }
+        }
+        out
+    }
 }
 
 /// Asserts max|Δ| ≤ `tol` × max(1, max|want|).
