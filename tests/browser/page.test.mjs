@@ -1,7 +1,8 @@
 // The demo page at / in headless Chromium (Debian's, driven by playwright-core) against the
 // real `lyre serve` with the tiny fixture model: pickers filled from the API, Speak streams and
 // schedules audio on the Web Audio clock, the figures show, Stop ends the session on the server,
-// type-as-you-go sends text to the open session, API keys work, the demo model is announced.
+// type-as-you-go sends text to the open session, Flush ends an utterance and the next text starts
+// the next segment, API keys work, the demo model is announced.
 
 import assert from "node:assert/strict";
 import { tmpdir } from "node:os";
@@ -45,6 +46,16 @@ async function openPage(server, path = "/") {
 
 const stats = (page) => page.evaluate(() => ({ ...window.lyreStats }));
 const until = (page, fn, arg) => page.waitForFunction(fn, arg, WAIT);
+
+// The JSON messages of one type the page has sent. The browser reports each sent WebSocket
+// message to this process asynchronously, so wait until `done` (of the list) holds.
+async function sentOfType(sent, type, done) {
+  const ofType = () => sent.filter((m) => m.type === type);
+  for (const deadline = Date.now() + 5000; !done(ofType()) && Date.now() < deadline; ) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return ofType();
+}
 
 async function stopAndExpectNoSessions(page, server) {
   assert.equal(await server.liveSessions(), 1, "the session is live before Stop");
@@ -147,18 +158,84 @@ describe("without API keys", () => {
     const typed = "Hello there, I am typing this as you listen. ";
     await page.locator("#text").pressSequentially(typed, { delay: 15 });
     await until(page, () => window.lyreStats.framesScheduled >= 3);
-    // The browser reports each sent WebSocket message to this process asynchronously: the last
-    // word may be on the wire but not yet seen here.
-    const textSent = () => sent.filter((m) => m.type === "text").map((m) => m.text);
-    for (const deadline = Date.now() + 5000; textSent().join("") !== typed && Date.now() < deadline; ) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    const pieces = textSent();
+    // The last word may be on the wire but not yet seen here.
+    const texts = await sentOfType(sent, "text", (ts) => ts.map((m) => m.text).join("") === typed);
+    const pieces = texts.map((m) => m.text);
     assert.ok(pieces.length >= 2, `text went in ${pieces.length} messages`);
     assert.equal(pieces.join(""), typed);
     assert.equal(await page.locator("#finish").isVisible(), true);
 
     await stopAndExpectNoSessions(page, server);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  test("Flush speaks the text typed so far; the next text is the next segment", async () => {
+    const { page, sent, problems } = await openPage(server);
+    await until(page, () => window.lyreStats.ready);
+    await page.check("#live-typing");
+    await page.fill("#text", "");
+    assert.equal(await page.locator("#flush").isVisible(), true, "Flush shows while typing as you go");
+    assert.equal(await page.locator("#flush").isDisabled(), true, "no session, no Flush");
+    await page.click("#speak");
+    await until(page, () => window.lyreStats.state === "speaking");
+    assert.equal(await page.locator("#flush").isDisabled(), true, "nothing typed, nothing to flush");
+
+    // The first utterance: typed, flushed, spoken to its end (`flushed`), the session still open.
+    const first = "Hello there, this is the first part. ";
+    await page.locator("#text").pressSequentially(first, { delay: 15 });
+    await until(page, () => window.lyreStats.framesScheduled >= 3);
+    await until(page, () => !document.getElementById("flush").disabled);
+    await page.click("#flush");
+    assert.equal(await page.locator("#flush").isDisabled(), true, "everything typed is flushed");
+    await until(page, () => window.lyreStats.flushed.length === 1);
+    let s = await stats(page);
+    assert.equal(s.flushes, 1);
+    assert.ok(s.flushed[0] >= 3, `flushed after ${s.flushed[0]} frames`);
+    assert.equal(s.framesReceived, s.flushed[0], "flushed follows the utterance's last frame");
+    assert.deepEqual(s.segments, [], "no next segment before more text");
+    assert.equal(s.state, "speaking");
+    assert.equal(await server.liveSessions(), 1, "the session stays open after the flush");
+    assert.match(await page.textContent("#events"), new RegExp(`flushed after ${s.flushed[0]} frames`));
+    assert.equal(await page.locator("#finish").isVisible(), true);
+    const joined = (ts) => ts.map((m) => m.text).join("");
+    assert.equal(joined(await sentOfType(sent, "text", (ts) => joined(ts) === first)), first);
+    assert.deepEqual(await sentOfType(sent, "flush", (fs) => fs.length === 1), [{ type: "flush" }]);
+    assert.ok(sent.findIndex((m) => m.type === "flush") > sent.findLastIndex((m) => m.type === "text"),
+      "the flush came after all the text typed before it");
+
+    // More text starts segment 1 of the same session, and its audio follows the first's.
+    const second = "And now the second part. ";
+    await page.locator("#text").pressSequentially(second, { delay: 15 });
+    await until(page, () => window.lyreStats.segments.length === 1);
+    await until(page, (n) => window.lyreStats.framesReceived >= n + 3, s.flushed[0]);
+    s = await stats(page);
+    assert.deepEqual(s.segments, [{ index: 1, afterFrames: s.flushed[0] }]);
+    assert.match(await page.textContent("#events"), /segment 1 started/);
+    const seconds = (s.flushed[0] * 0.08).toFixed(2);
+    assert.deepEqual(s.events, [
+      "flush sent",
+      `flushed after ${s.flushed[0]} frames (${seconds} s of audio)`,
+      "segment 1 started",
+    ]);
+
+    // Done typing ends the text: the session finishes cleanly with every frame sent.
+    await page.click("#finish");
+    await until(page, () => window.lyreStats.server !== null);
+    s = await stats(page);
+    assert.equal(s.server.type, "done");
+    assert.equal(s.server.frames, s.framesReceived);
+    assert.equal(s.framesScheduled, s.framesReceived);
+    assert.ok(s.framesReceived > s.flushed[0] + 3, `${s.framesReceived} frames in all`);
+    assert.deepEqual(s.flushed, [s.flushed[0]], "one flushed: the end sends done, not flushed");
+    assert.equal(s.lastError, null);
+    assert.match(s.state, /^(playing|done)$/);
+    assert.equal(await page.locator("#flush").isDisabled(), true, "no Flush after the end");
+    assert.equal(await page.locator("#finish").isHidden(), true);
+    assert.match(await page.textContent("#server-stats"), new RegExp(`Server: ${s.framesReceived} frames`));
+    await server.waitFor(async () => (await server.liveSessions()) === 0, 10_000, "live_sessions 0");
+    assert.equal(joined(await sentOfType(sent, "text", (ts) => joined(ts) === first + second)), first + second);
+    assert.equal((await sentOfType(sent, "end", (es) => es.length === 1)).length, 1);
     assert.deepEqual(problems, []);
     await page.close();
   });

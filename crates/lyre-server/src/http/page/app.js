@@ -1,6 +1,7 @@
 // The demo page: pickers filled from /v1/models and /v1/voices, Speak streams the text over a
-// WebSocket session and plays it as it arrives, Stop cancels. `window.lyreStats` mirrors the
-// figures on screen (the browser tests read it).
+// WebSocket session and plays it as it arrives, Stop cancels; while typing as you go, Flush ends
+// the utterance and the event log shows its `flushed` and the next `segment`. `window.lyreStats`
+// mirrors the figures on screen (the browser tests read it).
 
 import { ApiError, getJson, streamUrl } from "./api.js";
 import { Player } from "./player.js";
@@ -8,7 +9,9 @@ import { Scope } from "./scope.js";
 import { Session } from "./session.js";
 
 const $ = (id) => document.getElementById(id);
-const TEXT_FLUSH_MS = 120;
+const TYPING_PAUSE_MS = 120;
+const FRAME_S = 0.08;
+const MAX_EVENT_LINES = 12;
 
 const stats = {
   state: "idle",
@@ -21,6 +24,10 @@ const stats = {
   ttfaMs: null,
   speed: null,
   textMessages: 0,
+  flushes: 0, // `flush` messages sent
+  flushed: [], // each `flushed` message's frames
+  segments: [], // each `segment` message: its index and the frames received before it
+  events: [], // the event log's lines
   peak: 0,
   server: null,
   lastError: null,
@@ -34,7 +41,8 @@ const scope = new Scope($("scope"), (peak) => (stats.peak = Math.max(stats.peak,
 let session = null;
 let sessionStart = 0;
 let sentText = "";
-let flushTimer = null;
+let unflushed = false; // text (not only spaces) sent since the session started or last flushed
+let typingTimer = null;
 
 // ---- server info -------------------------------------------------------------------------
 
@@ -107,18 +115,25 @@ function setState(state) {
 
 function updateButtons() {
   const live = session?.live ?? false;
+  const typing = $("live-typing").checked;
+  const takesText = live && typing && !session.textEnded;
   $("speak").disabled = live || !stats.ready;
   $("stop").disabled = !live && !player.playing;
-  $("finish").hidden = !(live && $("live-typing").checked && !session.textEnded);
-  $("live-hint").hidden = !$("live-typing").checked;
+  $("flush").hidden = !typing;
+  $("flush").disabled = !(takesText && hasUnflushedText());
+  $("finish").hidden = !takesText;
+  $("live-hint").hidden = !typing;
 }
 
 function resetStats() {
   Object.assign(stats, {
     framesReceived: 0, framesScheduled: 0, audioSeconds: 0, gaps: 0,
     ttfaMs: null, speed: null, textMessages: 0, peak: 0, server: null, lastError: null, starts: [],
+    flushes: 0, flushed: [], segments: [], events: [],
   });
   $("server-stats").textContent = "";
+  $("events").replaceChildren();
+  $("events").hidden = true;
   render();
 }
 
@@ -143,10 +158,13 @@ function speak() {
   if (!$("instruct-row").hidden && $("instruct").value.trim()) start.instruct = $("instruct").value.trim();
   if (text) start.text = text;
   sentText = text;
+  unflushed = text.trim() !== "";
   sessionStart = performance.now();
   session = new Session(streamUrl(apiKey()), start, {
     onStarted: () => setState("speaking"),
     onFrame: onFrame,
+    onSegment: onSegment,
+    onFlushed: onFlushed,
     onDone: onDone,
     onError: onError,
     onCancelled: () => setState("stopped"),
@@ -189,15 +207,16 @@ function onError(msg, endsSession) {
 function stop() {
   session?.cancel();
   player.stop();
-  clearTimeout(flushTimer);
+  clearTimeout(typingTimer);
   setState("stopped");
 }
 
 // ---- type as you go ------------------------------------------------------------------------
 
 // Sends what was typed after the text already sent; earlier edits cannot be unsaid.
-function flushTyped() {
-  flushTimer = null;
+function sendTyped() {
+  clearTimeout(typingTimer);
+  typingTimer = null;
   if (!session?.live || session.textEnded) return;
   const value = $("text").value;
   if (!value.startsWith(sentText)) {
@@ -209,21 +228,64 @@ function flushTyped() {
   if (!piece) return;
   session.sendText(piece);
   sentText = value;
+  unflushed ||= piece.trim() !== "";
   stats.textMessages++;
 }
 
 function onTyped(ev) {
   if (!$("live-typing").checked || !session?.live) return;
-  clearTimeout(flushTimer);
+  clearTimeout(typingTimer);
   // A finished word goes at once; otherwise wait for a short pause in the typing.
   const wordEnded = /[\s.,;:!?]$/.test($("text").value) || ev.inputType === "insertFromPaste";
-  flushTimer = setTimeout(flushTyped, wordEnded ? 0 : TEXT_FLUSH_MS);
+  typingTimer = setTimeout(sendTyped, wordEnded ? 0 : TYPING_PAUSE_MS);
+  updateButtons();
 }
 
 function finishTyping() {
-  flushTyped();
+  sendTyped();
   session?.end();
   updateButtons();
+}
+
+// ---- flush: one utterance after another in the open session ----------------------------------
+
+// Text typed since the last flush: sent already, or still waiting for a pause in the typing.
+function hasUnflushedText() {
+  const value = $("text").value;
+  return unflushed || (value.startsWith(sentText) && value.slice(sentText.length).trim() !== "");
+}
+
+// Sends what is typed, then `flush`: the server speaks it to its end and keeps the session open.
+function flush() {
+  if (!session?.live || session.textEnded) return;
+  sendTyped();
+  if (!unflushed) return;
+  session.flush();
+  unflushed = false;
+  stats.flushes++;
+  logEvent("flush sent");
+  updateButtons();
+}
+
+function onFlushed(msg) {
+  stats.flushed.push(msg.frames);
+  logEvent(`flushed after ${msg.frames} frames (${(msg.frames * FRAME_S).toFixed(2)} s of audio)`);
+}
+
+function onSegment(msg) {
+  stats.segments.push({ index: msg.index, afterFrames: stats.framesReceived });
+  logEvent(`segment ${msg.index} started`);
+}
+
+// One line in the event log, stamped with the seconds since Speak; the last few are shown.
+function logEvent(text) {
+  const seconds = ((performance.now() - sessionStart) / 1000).toFixed(2);
+  const line = document.createElement("li");
+  line.textContent = `${seconds} s · ${text}`;
+  $("events").append(line);
+  while ($("events").children.length > MAX_EVENT_LINES) $("events").firstElementChild.remove();
+  $("events").hidden = false;
+  if (stats.events.length < 1000) stats.events.push(text);
 }
 
 // ---- figures -----------------------------------------------------------------------------
@@ -254,6 +316,7 @@ $("key").addEventListener("change", () => {
 });
 $("speak").addEventListener("click", speak);
 $("stop").addEventListener("click", stop);
+$("flush").addEventListener("click", flush);
 $("finish").addEventListener("click", finishTyping);
 $("live-typing").addEventListener("change", updateButtons);
 $("text").addEventListener("input", onTyped);

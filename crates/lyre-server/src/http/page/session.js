@@ -1,5 +1,7 @@
-// One live session on `GET /v1/tts/stream` (docs/protocol.md): a `start`, text pieces, then
-// `end` (or `cancel`); PCM frames come back as binary messages, then `done` or an `error`.
+// One live session on `GET /v1/tts/stream` (docs/protocol.md): a `start`, text pieces (with a
+// `flush` wherever an utterance should end), then `end` (or `cancel`); PCM frames come back as
+// binary messages, a `segment` before each later utterance's first frame, a `flushed` after each
+// flushed utterance's last, then `done` or an `error`.
 
 // Errors about one client message: the session on the socket goes on.
 const MESSAGE_ERRORS = new Set(["invalid_message", "text_too_long", "text_ended", "no_session", "session_active"]);
@@ -24,6 +26,11 @@ export class Session {
 
   sendText(text) {
     if (text && !this.textEnded) this.send({ type: "text", text });
+  }
+
+  // Speaks the text sent so far to its end; text sent afterwards starts the next utterance.
+  flush() {
+    if (!this.textEnded) this.send({ type: "flush" });
   }
 
   end() {
@@ -55,6 +62,10 @@ export class Session {
     if (msg.type === "started") {
       this.started = true;
       this.handlers.onStarted?.(msg);
+    } else if (msg.type === "segment") {
+      this.handlers.onSegment?.(msg);
+    } else if (msg.type === "flushed") {
+      this.handlers.onFlushed?.(msg);
     } else if (msg.type === "done") {
       this.finish(() => this.handlers.onDone?.(msg));
       this.ws.close(1000);
