@@ -3,9 +3,8 @@
 
 use lyre_engine::gpu::{RowCount, RowCounts};
 use lyre_engine::kernels::attention::{Attention, AttentionRope, Heads, KvCache, QkNormRope, RowLayout};
-use lyre_engine::kernels::select::{AttentionKernel, KernelChoice, RopeKernel};
-use lyre_engine::kernels::Env;
-use lyre_engine::{EngineTuning, KvFormat};
+use lyre_engine::kernels::select::{AttentionKernel, RopeKernel};
+use lyre_engine::KvFormat;
 
 use crate::attention::{cpu_norm_rope, rope_tables};
 use crate::support::*;
@@ -24,14 +23,11 @@ struct Outputs {
     v: Vec<f32>,
 }
 
-/// Runs `case` through the two kernels, or with `fused` through the fused one with that
-/// `fused_attention_subgroup_max_pos` (0: workgroups of 256 threads; above the cache: one
-/// subgroup).
 fn run(
     gpu: &Gpu,
     case: &Setup,
     seed: u64,
-    fused: Option<u32>,
+    fused: bool,
     format: KvFormat,
 ) -> (Outputs, Vec<f32>, Vec<f32>, Vec<f32>) {
     let size = gpu.ctx.fixed_subgroup_size().expect("the test adapter has fixed-size subgroups");
@@ -87,11 +83,7 @@ fn run(
         gpu.read::<f32>(&out_b)
     };
     two_kernels(&prompt, &prompt_qkv);
-    let out = if let Some(subgroup_max_pos) = fused {
-        let mut tuning = EngineTuning::default();
-        tuning.set("fused_attention_subgroup_max_pos", &subgroup_max_pos.to_string()).unwrap();
-        let kernels = KernelChoice::new(&gpu.ctx, &tuning);
-        let env = Env { kernels: &kernels, ..gpu.env() };
+    let out = if fused {
         let desc: Vec<u32> = decode.iter().flat_map(|&(s, p)| [s, p, 0, 0]).collect();
         let (desc_b, qkv_b) = (gpu.buf(&desc), gpu.buf(&decode_qkv));
         let out_b = gpu.buf(&vec![0f32; decode.len() * h.q_width() as usize]);
@@ -119,27 +111,22 @@ fn run(
     (Outputs { out, k: read_kv(gpu, &k_b, format), v: read_kv(gpu, &v_b, format) }, decode_qkv, qn, kn)
 }
 
-/// Both formats, and the fused kernel in workgroups of 256 threads and of one subgroup.
 fn check(case: Setup, seed: u64) {
     for format in [KvFormat::F32, KvFormat::F16] {
-        for subgroup_max_pos in [0, case.max_pos as u32] {
-            check_format(&case, seed, format, subgroup_max_pos);
-        }
+        check_format(&case, seed, format);
     }
 }
 
 /// The fused kernel rounds the row's own key and value as the cache stores them, so it matches
 /// the two kernels (which read them back from the cache) in either format.
-fn check_format(case: &Setup, seed: u64, format: KvFormat, subgroup_max_pos: u32) {
+fn check_format(case: &Setup, seed: u64, format: KvFormat) {
     let gpu = Gpu::new();
     let size = gpu.ctx.fixed_subgroup_size().unwrap();
     assert!(RopeKernel::fits(size, case.heads.head_dim), "the case must fit subgroups of {size}");
-    let (fused, decode_qkv, _, kn) = run(&gpu, case, seed, Some(subgroup_max_pos), format);
-    let (separate, ..) = run(&gpu, case, seed, None, format);
-    let wg = if subgroup_max_pos == 0 { 256 } else { size };
-    let what = format!("{format:?}, workgroups of {wg}");
-    assert_close(&format!("fused attention output ({what})"), &fused.out, &separate.out, 1e-6);
-    assert_close(&format!("K cache ({what})"), &fused.k, &separate.k, 1e-6);
+    let (fused, decode_qkv, _, kn) = run(&gpu, case, seed, true, format);
+    let (separate, ..) = run(&gpu, case, seed, false, format);
+    assert_close(&format!("fused attention output ({format:?})"), &fused.out, &separate.out, 1e-6);
+    assert_close(&format!("K cache ({format:?})"), &fused.k, &separate.k, 1e-6);
     assert_close("V cache", &fused.v, &separate.v, 0.0);
     // The rows the fused kernel wrote, against the CPU.
     let h = case.heads;
@@ -152,10 +139,10 @@ fn check_format(case: &Setup, seed: u64, format: KvFormat, subgroup_max_pos: u32
             let ko = r * width + nh * hd + kh * hd;
             let want = cpu_norm_rope(&decode_qkv[ko..ko + hd], Some(&kn), pos as usize, &cos, &sin);
             let tol = if format == KvFormat::F16 { 2e-3 } else { 1e-5 };
-            assert_close(&format!("new K row {slot}/{kh} ({what})"), &fused.k[at..at + hd], &want, tol);
+            assert_close(&format!("new K row {slot}/{kh} ({format:?})"), &fused.k[at..at + hd], &want, tol);
             let vo = r * width + (nh + nkv) * hd + kh * hd;
             assert_close(
-                &format!("new V row {slot}/{kh} ({what})"),
+                &format!("new V row {slot}/{kh} ({format:?})"),
                 &fused.v[at..at + hd],
                 &kv_round(&decode_qkv[vo..vo + hd], format),
                 0.0,
@@ -174,14 +161,22 @@ fn head_dims() -> [u32; 3] {
 
 #[test]
 fn fused_decode_step_matches_rope_then_attention() {
-    // Three sessions at different positions (one at position 0: no history), GQA 4:2.
+    // Three sessions at different positions (one at position 0: no history), GQA 4:2. A cache
+    // of 40 positions takes workgroups of 256 threads.
+    let gpu = Gpu::new();
+    let size = gpu.ctx.fixed_subgroup_size().unwrap();
+    assert_eq!(gpu.kernels.fused_attention_workgroup(40, size), 256);
     let heads = Heads { n_heads: 4, n_kv_heads: 2, head_dim: head_dims()[1] };
     check(Setup { heads, max_pos: 40, sessions: vec![(0, 9), (3, 0), (1, 37)] }, 21);
 }
 
 #[test]
 fn fused_decode_step_covers_head_sizes() {
-    // Two and eight dims per lane; one kv head for six q heads.
+    // Two and eight dims per lane; one kv head for six q heads. A cache of 20 positions (like
+    // the code predictor's 17) takes workgroups of one subgroup.
+    let gpu = Gpu::new();
+    let size = gpu.ctx.fixed_subgroup_size().unwrap();
+    assert_eq!(gpu.kernels.fused_attention_workgroup(20, size), size);
     for (hd, seed) in [(head_dims()[0], 22), (head_dims()[2], 23)] {
         let heads = Heads { n_heads: 6, n_kv_heads: 1, head_dim: hd };
         check(Setup { heads, max_pos: 20, sessions: vec![(2, 19), (0, 5)] }, seed);
