@@ -116,9 +116,6 @@ pub struct EngineTuning {
     pub fused_swiglu_max_rows: u32,
     /// q/k-norm + RoPE and attention in one dispatch on decode steps (subgroup kernels).
     pub fused_attention: bool,
-    /// The fused decode attention runs one subgroup per (head, row) instead of a workgroup of
-    /// 256 threads where the KV cache holds at most this many positions (0: never).
-    pub fused_attention_subgroup_max_pos: u32,
     /// Each decoder layer of a one-row tick as one persistent dispatch.
     pub persistent: Switch,
     /// Workgroups of a persistent layer (rounded down to a power of two; one on CPU adapters).
@@ -176,7 +173,6 @@ impl Default for EngineTuning {
             coop_wide_min_rows: 6,
             fused_swiglu_max_rows: 1,
             fused_attention: true,
-            fused_attention_subgroup_max_pos: 32,
             persistent: Switch::Auto,
             persistent_groups: 128,
             attention_chunks: 0,

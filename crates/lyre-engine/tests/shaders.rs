@@ -110,8 +110,7 @@ fn is_vulkan_only(kernel: KernelSource) -> bool {
 }
 
 /// Override sets worth translating besides the defaults: each register tile for the GEMMs,
-/// each subgroup size a GPU may have for the subgroup kernels (and workgroups of one subgroup
-/// where a kernel's workgroup size is an override).
+/// each subgroup size a GPU may have for the subgroup kernels.
 fn variants(kernel: KernelSource) -> Vec<Vec<(&'static str, f64)>> {
     let mut out = vec![Vec::new()];
     if kernel.wgsl.contains("override TM") {
@@ -119,10 +118,6 @@ fn variants(kernel: KernelSource) -> Vec<Vec<(&'static str, f64)>> {
     }
     if kernel.wgsl.contains("override SG") {
         out.extend([16.0, 64.0].map(|sg| vec![("SG", sg)]));
-    }
-    if kernel.wgsl.contains("@workgroup_size(WG)") {
-        // One subgroup per workgroup (the fused attention over a short cache).
-        out.extend([16.0, 32.0, 64.0].map(|sg| vec![("SG", sg), ("WG", sg)]));
     }
     out
 }

@@ -161,22 +161,14 @@ fn head_dims() -> [u32; 3] {
 
 #[test]
 fn fused_decode_step_matches_rope_then_attention() {
-    // Three sessions at different positions (one at position 0: no history), GQA 4:2. A cache
-    // of 40 positions takes workgroups of 256 threads.
-    let gpu = Gpu::new();
-    let size = gpu.ctx.fixed_subgroup_size().unwrap();
-    assert_eq!(gpu.kernels.fused_attention_workgroup(40, size), 256);
+    // Three sessions at different positions (one at position 0: no history), GQA 4:2.
     let heads = Heads { n_heads: 4, n_kv_heads: 2, head_dim: head_dims()[1] };
     check(Setup { heads, max_pos: 40, sessions: vec![(0, 9), (3, 0), (1, 37)] }, 21);
 }
 
 #[test]
 fn fused_decode_step_covers_head_sizes() {
-    // Two and eight dims per lane; one kv head for six q heads. A cache of 20 positions (like
-    // the code predictor's 17) takes workgroups of one subgroup.
-    let gpu = Gpu::new();
-    let size = gpu.ctx.fixed_subgroup_size().unwrap();
-    assert_eq!(gpu.kernels.fused_attention_workgroup(20, size), size);
+    // Two and eight dims per lane; one kv head for six q heads.
     for (hd, seed) in [(head_dims()[0], 22), (head_dims()[2], 23)] {
         let heads = Heads { n_heads: 6, n_kv_heads: 1, head_dim: hd };
         check(Setup { heads, max_pos: 20, sessions: vec![(2, 19), (0, 5)] }, seed);

@@ -1,7 +1,6 @@
 // q/k-norm + RoPE, the KV-cache write and attention in one dispatch, for ticks where every row
 // is the only row of its session (decode steps): qk_norm_rope_sg.wgsl followed by
-// attention_sg.wgsl, with the same results. One workgroup of WG threads (256, or one subgroup
-// over a short cache) per (q head, row);
+// attention_sg.wgsl, with the same results. One workgroup of 256 threads per (q head, row);
 // the work of one is attention_rope_head_sg.wgsl's `attend_head`.
 
 struct Params {
@@ -39,7 +38,7 @@ fn store_state(dst: u32, m: f32, l: f32) {}
 var<workgroup> wg_pos: u32;
 var<workgroup> wg_slot: u32;
 
-@compute @workgroup_size(WG)
+@compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let h = wid.x;
     let r = wid.y;

@@ -90,11 +90,10 @@ impl AttentionRope<'_> {
             _pad: [0; 3],
         };
         let dims = h.head_dim / size;
-        let workgroup = env.kernels.fused_attention_workgroup(self.cache.max_pos, size);
         let pipeline = env.ctx.pipeline_with(
             SOURCE,
             self.cache.format.prelude(),
-            &[("SG", size as f64), ("DPL", dims as f64), ("WG", workgroup as f64)],
+            &[("SG", size as f64), ("DPL", dims as f64)],
         );
         let (q_norm, k_norm) = self.norms.unwrap_or((env.dummy, env.dummy));
         let uniform = env.ctx.uniform(self.label, &params);

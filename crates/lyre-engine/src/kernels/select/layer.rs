@@ -121,18 +121,6 @@ impl KernelChoice {
         }
     }
 
-    /// Threads per workgroup of the fused decode attention over a KV cache of `max_pos`
-    /// positions, for subgroups of `size`: one subgroup where `max_pos` is at most
-    /// `tuning.fused_attention_subgroup_max_pos` (a short cache gives each of 256 threads' eight
-    /// subgroups a key or two, and the workgroups then cost more than the work), else 256.
-    pub fn fused_attention_workgroup(&self, max_pos: u32, size: u32) -> u32 {
-        if max_pos <= self.tuning.fused_attention_subgroup_max_pos {
-            size
-        } else {
-            256
-        }
-    }
-
     /// Workgroups of the persistent layers' grid before the adapter is checked to hold it at
     /// once ([`grid_size`] with `tuning.persistent` and `tuning.persistent_groups`).
     pub fn persistent_grid(&self) -> u32 {

@@ -3,8 +3,7 @@
 // (running max, running sum, and the weighted values of its lane's dims); the states meet in
 // workgroup memory and the workgroup writes the head's output.
 
-// Threads per workgroup: 256, or one subgroup (attention_rope_sg.wgsl over short caches).
-override WG: u32 = 256u;
+const WG: u32 = 256u;
 const MAX_DPL: u32 = 8u;
 // WG / the smallest subgroup (4) subgroups; WG × MAX_DPL partial outputs.
 const MAX_NSG: u32 = 64u;
