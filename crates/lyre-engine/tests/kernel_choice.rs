@@ -34,6 +34,13 @@ fn number(s: &str) -> u32 {
     s.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("`{s}`: no count"))
 }
 
+/// `"32 × 768, 168 chunks"` as (rows per session, columns, chunks of K).
+fn conv_shape(shape: &str) -> (u32, u32, u32) {
+    let (size, chunks) = shape.split_once(',').unwrap_or_else(|| panic!("`{shape}`: no chunks"));
+    let (rows_in, cols) = pair(size);
+    (rows_in, cols, number(chunks))
+}
+
 /// What runs for one row of the table.
 fn runs(choice: &KernelChoice, what: &str, shape: &str, rows: &str) -> String {
     match what {
@@ -55,17 +62,15 @@ fn runs(choice: &KernelChoice, what: &str, shape: &str, rows: &str) -> String {
         },
         "sampler" => choice.sampler().to_string(),
         "codec conv" => {
-            let (size, chunks) = shape.split_once(',').unwrap_or_else(|| panic!("`{shape}`: no chunks"));
-            let (rows_in, cols) = pair(size);
-            choice.conv(rows_in, cols, number(chunks), number(rows)).to_string()
+            let (rows_in, cols, chunks) = conv_shape(shape);
+            choice.conv(rows_in, cols, chunks, number(rows)).to_string()
         }
         "codec residual unit" => {
-            let (size, chunks) = shape.split_once(',').unwrap_or_else(|| panic!("`{shape}`: no chunks"));
-            let (rows_in, cols) = pair(size);
-            let from = choice.conv_unit_fused_from(rows_in, cols, number(chunks), choice.partials_bytes());
+            let (rows_in, cols, chunks) = conv_shape(shape);
+            let from = choice.conv_unit_fused_from(rows_in, cols, chunks, choice.partials_bytes());
             match from {
                 Some(from) if number(rows) >= from => {
-                    format!("one dispatch, {}", choice.conv(rows_in, cols, number(chunks), number(rows)))
+                    format!("one dispatch, {}", choice.conv(rows_in, cols, chunks, number(rows)))
                 }
                 _ => "two convs".to_string(),
             }

@@ -72,15 +72,7 @@ pub(super) fn dispatches(
     tile: GemmTile,
     split: u32,
 ) -> Result<Vec<Dispatch>> {
-    let grid = Grid {
-        x: Extent::Fixed(check_groups(site.label, site.conv.shape.cols().div_ceil(tile.cols()))?),
-        y: Extent::RowsTimes {
-            count: RowCount::Sessions,
-            times: site.rows_in.max(1),
-            per_group: tile.rows(),
-        },
-        z: Extent::Fixed(split.max(1)),
-    };
+    let grid = gemm_grid(site, tile, split)?;
     let (source, buffers) =
         if tile.coop { (SOURCE_COOP, coop_buffers(site, env, buffers)?) } else { (SOURCE, buffers) };
     params.y_rows = tile.rows();
@@ -127,6 +119,20 @@ pub(super) fn dispatches(
         alternatives: Vec::new(),
     };
     Ok(vec![gemm, reduce])
+}
+
+/// The GEMM's grid over `site` with `tile`: its column tiles (x), row tiles over the rows of all
+/// sessions (y), K split `split` ways (z).
+pub(super) fn gemm_grid(site: &Conv1d, tile: GemmTile, split: u32) -> Result<Grid> {
+    Ok(Grid {
+        x: Extent::Fixed(check_groups(site.label, site.conv.shape.cols().div_ceil(tile.cols()))?),
+        y: Extent::RowsTimes {
+            count: RowCount::Sessions,
+            times: site.rows_in.max(1),
+            per_group: tile.rows(),
+        },
+        z: Extent::Fixed(split.max(1)),
+    })
 }
 
 /// `buffers` with the f16 weights in place of the f32 ones, or why the cooperative kernel cannot

@@ -5,9 +5,9 @@
 //! run as their own sites.
 
 use super::conv1d::{Conv1d, FusedSnake, Residual, BOUND};
-use super::conv1d_gemm::f16_weights;
+use super::conv1d_gemm::{f16_weights, gemm_grid};
 use crate::error::{EngineError, Result};
-use crate::gpu::{Alternative, Dispatch, Extent, Grid, KernelSource, RowCount};
+use crate::gpu::{Alternative, Dispatch, KernelSource, RowCount};
 use crate::kernels::gemm_tile::GemmTile;
 use crate::kernels::seq_view::sequence_dispatch;
 use crate::kernels::Env;
@@ -97,15 +97,8 @@ impl ResidualUnit<'_> {
         bound[3] = first_buffers[3];
         bound.extend([w2, first_buffers[1], first_buffers[6], first_buffers[7]]);
         debug_assert_eq!(bound.len(), BOUND + 4);
-        let grid = Grid {
-            x: Extent::Fixed(1),
-            y: Extent::RowsTimes {
-                count: RowCount::Sessions,
-                times: self.dilated.rows_in.max(1),
-                per_group: tile.rows(),
-            },
-            z: Extent::Fixed(1),
-        };
+        // One column tile: `fits` checked that the tile holds every channel.
+        let grid = gemm_grid(&self.dilated, tile, 1)?;
         let pipeline = env.ctx.pipeline(source, &tile.constants());
         Ok(sequence_dispatch(env, pipeline, self.label, &params, self.dilated.sessions, &bound, grid))
     }
