@@ -140,6 +140,9 @@ pub struct EngineTuning {
     pub conv_tile: TileName,
     /// Codec conv GEMMs on cooperative matrices where the adapter has them.
     pub conv_coop: bool,
+    /// Ticks of this many sessions and more run the conv GEMMs on the 128 × 128 cooperative tile
+    /// where the conv tile is the 64 × 128 cooperative one.
+    pub conv_tall_min_sessions: u32,
     /// Most K slices of the codec's conv kernel in a tick of one session.
     pub conv_max_split: u32,
     /// Conv layers of a few output columns (the codec's last) on the narrow kernel.
@@ -185,6 +188,7 @@ impl Default for EngineTuning {
             conv_gemm_max_split: 8,
             conv_tile: TileName::Rows128,
             conv_coop: true,
+            conv_tall_min_sessions: 8,
             conv_max_split: 16,
             conv_narrow: Switch::Auto,
             conv_fuse_units: true,
@@ -219,6 +223,7 @@ impl EngineTuning {
             ("conv_gemm_min_chunks", self.conv_gemm_min_chunks, 1, u32::MAX),
             ("conv_max_split", self.conv_max_split, 1, 16),
             ("conv_gemm_max_split", self.conv_gemm_max_split, 1, 16),
+            ("conv_tall_min_sessions", self.conv_tall_min_sessions, 1, u32::MAX),
         ];
         for (key, value, lo, hi) in ranges {
             if !(lo..=hi).contains(&value) {

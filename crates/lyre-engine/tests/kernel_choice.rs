@@ -69,7 +69,7 @@ fn runs(choice: &KernelChoice, what: &str, shape: &str, rows: &str) -> String {
             let (rows_in, cols, chunks) = conv_shape(shape);
             let from = choice.conv_unit_fused_from(rows_in, cols, chunks, choice.partials_bytes());
             match from {
-                Some(from) if number(rows) >= from => {
+                Some((from, _)) if number(rows) >= from => {
                     format!("one dispatch, {}", choice.conv(rows_in, cols, chunks, number(rows)))
                 }
                 _ => "two convs".to_string(),

@@ -161,6 +161,7 @@ fn cooperative_kernels_compile_for_vulkan_and_have_a_fallback_everywhere() {
     let mut coop: Vec<GemmTile> = GemmTile::ALL.iter().filter_map(|t| t.on_coop()).collect();
     assert_eq!(coop.len(), 3, "the tiles of 16, 32 and 64 rows");
     coop.push(GemmTile::COOP_WIDE);
+    coop.push(GemmTile::COOP_TALL);
     let [vulkan, _, dx12] = backends();
     let only = catalog::vulkan_only();
     assert_eq!(only.len(), 3, "the matmul and conv GEMMs and the fused residual unit");

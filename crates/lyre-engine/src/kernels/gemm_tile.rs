@@ -34,6 +34,10 @@ impl GemmTile {
     /// the 64 × 64 tile's work per staged chunk.
     pub const COOP_WIDE: GemmTile = GemmTile { tm: 4, tn: 8, bk: 32, wgy: 16, coop: true };
 
+    /// 128 rows × 128 columns on cooperative matrices: each subgroup multiplies a 64 × 32 block,
+    /// and the chunk is staged in one buffer (two would not fit beside the sums' part).
+    pub const COOP_TALL: GemmTile = GemmTile { tm: 8, tn: 8, bk: 32, wgy: 16, coop: true };
+
     /// This tile on cooperative matrices: the tiles of 16, 32 and 64 rows × 64 (K in chunks of
     /// 32); `None` for the 128-row ones, whose staged operands and f32 block do not fit the
     /// 48 KiB of workgroup memory of coop_tile.wgsl's arrays.
@@ -44,13 +48,19 @@ impl GemmTile {
     /// Whether `self` is one of [`GemmTile::ALL`], a cooperative form of one, or
     /// [`GemmTile::COOP_WIDE`].
     pub fn is_known(&self) -> bool {
-        *self == Self::COOP_WIDE || Self::ALL.iter().any(|t| t == self || t.on_coop().as_ref() == Some(self))
+        *self == Self::COOP_WIDE
+            || *self == Self::COOP_TALL
+            || Self::ALL.iter().any(|t| t == self || t.on_coop().as_ref() == Some(self))
     }
 
-    /// The cooperative tile for matmuls or convs that would take `self` on registers: 64-row
-    /// tiles and larger take [`GemmTile::COOP_WIDE`] where `wide`, else the 64-row tile's
-    /// cooperative form; smaller ones their own cooperative form.
+    /// The cooperative tile for matmuls or convs that would take `self` on registers: where
+    /// `wide`, the 128 × 128 tile takes [`GemmTile::COOP_TALL`] and the other tiles of 64 rows
+    /// and more [`GemmTile::COOP_WIDE`], else the 64-row tile's cooperative form; smaller ones
+    /// their own cooperative form.
     pub fn coop_for(self, wide: bool) -> GemmTile {
+        if self == Self::ROWS_128_WIDE && wide {
+            return Self::COOP_TALL;
+        }
         match self.on_coop() {
             Some(t) if self.rows() < 64 => t,
             _ if wide => Self::COOP_WIDE,

@@ -68,7 +68,7 @@ fn every_stage_matches_the_reference_with_each_residual_unit_fused() {
     // The tiny codec's blocks: 16, 8, 4 and 2 channels over 32, 160, 640 and 1920 rows a frame.
     for (rows_in, channels) in [(32, 16u32), (160, 8), (640, 4), (1920, 2)] {
         let chunks = 7 * channels.div_ceil(4).div_ceil(kernels.conv_tile().bk / 4);
-        let from = kernels.conv_unit_fused_from(rows_in, channels, chunks, u64::MAX);
+        let from = kernels.conv_unit_fused_from(rows_in, channels, chunks, u64::MAX).map(|(from, _)| from);
         assert_eq!(from, Some(1), "a block of {channels} channels fuses from one session");
     }
     check_stages_tuned("tiny-custom-voice", &tuning);

@@ -107,6 +107,8 @@ pub fn coop_kernels(gpu: &Gpu) -> Vec<lyre_engine::kernels::select::MatmulKernel
         Gemm { tile: on(GemmTile::ROWS_64), split: 3 },
         Gemm { tile: GemmTile::COOP_WIDE, split: 1 },
         Gemm { tile: GemmTile::COOP_WIDE, split: 2 },
+        Gemm { tile: GemmTile::COOP_TALL, split: 1 },
+        Gemm { tile: GemmTile::COOP_TALL, split: 2 },
     ]
 }
 

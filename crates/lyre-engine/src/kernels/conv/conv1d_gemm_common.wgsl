@@ -5,12 +5,14 @@
 // packed weights. A workgroup computes BM rows × BN virtual columns; K runs over every tap m and
 // the input channels in chunks of BK (BK / 4 groups of 4), and the next chunk's loads are in
 // flight while the current one is multiplied. The tiles run over the step's rows of all
-// sessions as one sequence (`y_rows` = BM rows per workgroup, grid y). TM · BK = 128: each
-// thread stages two vec4s of x per chunk. The weights are WeightVecs (f32, or f16 on
+// sessions as one sequence (`y_rows` = BM rows per workgroup, grid y). Each thread stages
+// X_LOADS vec4s of one row of x per chunk: two where TM · BK = 128, four on the cooperative
+// 128 × 128 tile. The weights are WeightVecs (f32, or f16 on
 // cooperative matrices), loaded and staged as they are.
 
 // Weight loads (vec4 of four input channels) per thread per chunk (at most 8).
 override W_LOADS: u32 = BN * BK / 4u / THREADS;
+override X_LOADS: u32 = BM * BK / 4u / THREADS;
 
 // Flat row (session * rows_in + t) of tile row `i`, and whether it is one of the step's rows.
 fn tile_row(wid: vec3<u32>, i: u32, ns: u32) -> vec2<u32> {
@@ -105,10 +107,12 @@ struct ConvLoader {
     xb: u32,
 }
 
-// One thread's loads of one chunk: two vec4s of x and W_LOADS weight vectors.
+// One thread's loads of one chunk: X_LOADS vec4s of x and W_LOADS weight vectors.
 struct ConvRegs {
     x0: vec4<f32>,
     x1: vec4<f32>,
+    x2: vec4<f32>,
+    x3: vec4<f32>,
     w: array<WeightVec, 8>,
 }
 
@@ -125,6 +129,13 @@ fn load_conv_chunk(at: ptr<function, ConvLoader>, j: u32) -> ConvRegs {
     let cb = c0 + (*at).xk2;
     r.x0 = select(vec4<f32>(0.0), x[xb + min(ca, p.cin4 - 1u)], ca < p.cin4);
     r.x1 = select(vec4<f32>(0.0), x[xb + min(cb, p.cin4 - 1u)], cb < p.cin4);
+    if (X_LOADS == 4u) {
+        // The 128-row tile's other two vec4s of the row, four groups on.
+        let cc = ca + 4u;
+        let cd = cb + 4u;
+        r.x2 = select(vec4<f32>(0.0), x[xb + min(cc, p.cin4 - 1u)], cc < p.cin4);
+        r.x3 = select(vec4<f32>(0.0), x[xb + min(cd, p.cin4 - 1u)], cd < p.cin4);
+    }
     for (var q = 0u; q < 8u; q++) {
         if (q < W_LOADS) {
             let f = (*at).li + q * THREADS;
@@ -141,6 +152,10 @@ fn load_conv_chunk(at: ptr<function, ConvLoader>, j: u32) -> ConvRegs {
 fn stage_conv_chunk(at: ConvLoader, xr: u32, j: u32, r: ConvRegs) {
     stage_x(j, at.xk, xr, r.x0);
     stage_x(j, at.xk2, xr, r.x1);
+    if (X_LOADS == 4u) {
+        stage_x(j, at.xk + 4u, xr, r.x2);
+        stage_x(j, at.xk2 + 4u, xr, r.x3);
+    }
     for (var q = 0u; q < 8u; q++) {
         if (q < W_LOADS) {
             let f = at.li + q * THREADS;

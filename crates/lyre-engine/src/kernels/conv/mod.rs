@@ -56,11 +56,10 @@ impl Conv1d<'_> {
         let tiling = self.direct_tiling()?;
         let (single, shared) =
             direct::k_splits(&tiling, self.conv.shape.cin4(), env.kernels.conv_max_k_split());
-        let tile = env.kernels.conv_tile();
         let levels = env.kernels.conv_gemm_levels(
             self.rows_in,
             self.conv.shape.cols(),
-            self.gemm_chunks(tile),
+            self.gemm_chunks(env.kernels.conv_tile()),
             env.partials.size(),
         );
         let mut d = self.build_direct(env, params, &buffers, &tiling, single);
@@ -69,7 +68,7 @@ impl Conv1d<'_> {
             d.add_alternative(Alternative { rows: RowCount::Sessions, min_rows: 2, dispatches });
         }
         for level in levels {
-            let dispatches = conv1d_gemm::dispatches(self, env, params, buffers, tile, level.split)?;
+            let dispatches = conv1d_gemm::dispatches(self, env, params, buffers, level.tile, level.split)?;
             d.add_alternative(Alternative {
                 rows: RowCount::Sessions,
                 min_rows: level.min_sessions,

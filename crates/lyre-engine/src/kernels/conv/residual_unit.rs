@@ -61,15 +61,14 @@ impl ResidualUnit<'_> {
     /// sessions on in their place.
     pub fn build(&self, env: &Env) -> Result<Vec<Dispatch>> {
         let apart = vec![self.dilated.build(env)?, self.pointwise.build(env)?];
-        let tile = env.kernels.conv_tile();
         let s = self.dilated.conv.shape;
-        let from = env.kernels.conv_unit_fused_from(
+        let fused = env.kernels.conv_unit_fused_from(
             self.dilated.rows_in,
             s.cols(),
-            self.dilated.gemm_chunks(tile),
+            self.dilated.gemm_chunks(env.kernels.conv_tile()),
             env.partials.size(),
         );
-        let Some(from) = from.filter(|_| self.fits(env, tile).is_ok()) else {
+        let Some((from, tile)) = fused.filter(|&(_, tile)| self.fits(env, tile).is_ok()) else {
             return Ok(apart);
         };
         let mut unit = Dispatch::only_from(RowCount::Sessions, from, self.build_fused(env, tile)?);

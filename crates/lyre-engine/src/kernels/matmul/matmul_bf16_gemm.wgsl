@@ -1,7 +1,8 @@
 // y[r, n] (+)= act(bias[n] + sum_k in(x)[r, k] * w[n, k]) for ticks of many rows: the
 // register-blocked tile of gemm_tile.wgsl (BM rows × BN columns per workgroup) with bf16 weights
-// [n][k]. Grid: (column tiles, row tiles, SPLIT). K must be a multiple of BK; TM · BK = 128, so
-// each thread stages two vec4s of x per chunk.
+// [n][k]. Grid: (column tiles, row tiles, SPLIT). K must be a multiple of BK; each thread stages
+// X_LOADS vec4s of one row of x per chunk: two where TM · BK = 128, four for the cooperative
+// 128 × 128 tile (TM · BK = 256).
 //
 // The loads of chunk c + 1 are issued into registers before chunk c is multiplied, so they are
 // in flight during the FMAs; the input transform (gamma, SwiGLU gate) is applied when staging.
@@ -14,6 +15,7 @@
 override SPLIT: u32 = 1u;
 // Weight loads (vec2 of four bf16) per thread per chunk: BN columns × BK / 4 / threads (≤ 8).
 override W_LOADS: u32 = BN * BK / 4u / THREADS;
+override X_LOADS: u32 = BM * BK / 4u / THREADS;
 
 @group(0) @binding(7) var<storage, read_write> part: array<f32>;
 
@@ -42,6 +44,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let xr = (t / 2u) % BM;
     let xk = 2u * (t / (2u * BM)) + t % 2u;
     let xk2 = 2u * ((t + THREADS) / (2u * BM)) + t % 2u;
+    let xk3 = 2u * ((t + 2u * THREADS) / (2u * BM)) + t % 2u;
+    let xk4 = 2u * ((t + 3u * THREADS) / (2u * BM)) + t % 2u;
     let xbase = row_base(min(r0 + xr, rows - 1u));
     // w loader q: thread t + q · THREADS of the chunk's BN × BK/4 vec2s, quads of threads
     // reading 32 contiguous bytes of a weight row.
@@ -50,6 +54,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var x1 = vec4<f32>(0.0);
     var u0 = vec4<f32>(0.0);
     var u1 = vec4<f32>(0.0);
+    var x2 = vec4<f32>(0.0);
+    var x3 = vec4<f32>(0.0);
+    var u2 = vec4<f32>(0.0);
+    var u3 = vec4<f32>(0.0);
 
     clear_acc();
     var ss = 0.0;
@@ -61,6 +69,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (INPUT == INPUT_SWIGLU) {
             u0 = x[xbase + k4_all + c * kv + xk];
             u1 = x[xbase + k4_all + c * kv + xk2];
+        }
+        if (X_LOADS == 4u) {
+            x2 = x[xbase + c * kv + xk3];
+            x3 = x[xbase + c * kv + xk4];
+            if (INPUT == INPUT_SWIGLU) {
+                u2 = x[xbase + k4_all + c * kv + xk3];
+                u3 = x[xbase + k4_all + c * kv + xk4];
+            }
         }
         for (var q = 0u; q < 8u; q++) {
             if (q < W_LOADS) {
@@ -79,6 +95,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         ss += sq(a0) + sq(a1);
         stage_x(c, xk, xr, a0 * gamma4(c * kv + xk));
         stage_x(c, xk2, xr, a1 * gamma4(c * kv + xk2));
+        if (X_LOADS == 4u) {
+            var a2 = x2;
+            var a3 = x3;
+            if (INPUT == INPUT_SWIGLU) {
+                a2 = a2 / (1.0 + exp(min(-a2, vec4<f32>(80.0)))) * u2;
+                a3 = a3 / (1.0 + exp(min(-a3, vec4<f32>(80.0)))) * u3;
+            }
+            ss += sq(a2) + sq(a3);
+            stage_x(c, xk3, xr, a2 * gamma4(c * kv + xk3));
+            stage_x(c, xk4, xr, a3 * gamma4(c * kv + xk4));
+        }
         for (var q = 0u; q < 8u; q++) {
             if (q < W_LOADS) {
                 let f = t + q * THREADS;
@@ -94,6 +121,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             if (INPUT == INPUT_SWIGLU) {
                 u0 = x[xbase + k4_all + next + xk];
                 u1 = x[xbase + k4_all + next + xk2];
+            }
+            if (X_LOADS == 4u) {
+                x2 = x[xbase + next + xk3];
+                x3 = x[xbase + next + xk4];
+                if (INPUT == INPUT_SWIGLU) {
+                    u2 = x[xbase + k4_all + next + xk3];
+                    u3 = x[xbase + k4_all + next + xk4];
+                }
             }
             for (var q = 0u; q < 8u; q++) {
                 if (q < W_LOADS) {

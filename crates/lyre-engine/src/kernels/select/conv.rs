@@ -40,6 +40,15 @@ pub struct GemmPolicy {
 /// one per SM of an H100).
 pub const SPLIT_TARGET_GROUPS: u32 = 128;
 
+/// From `min_sessions` sessions on (until the next level), a conv layer's GEMM runs `tile` and
+/// splits K `split` ways.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConvGemmLevel {
+    pub min_sessions: u32,
+    pub tile: GemmTile,
+    pub split: u32,
+}
+
 /// From `min_sessions` sessions on (until the next level), a layer's GEMM splits K `split` ways.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GemmLevel {
@@ -178,17 +187,54 @@ impl KernelChoice {
         }
     }
 
+    /// The 128 × 128 cooperative tile where ticks of `tuning.conv_tall_min_sessions` sessions
+    /// and more take it in place of [`KernelChoice::conv_tile`]: only where that is the 64 × 128
+    /// cooperative tile. On an H100 it took 11 % off 0.6B's tick at batch 256 and 8 % at 64, but
+    /// made the codec slower below 8 sessions (0.35 ms at 4).
+    fn conv_tall_tile(&self) -> Option<GemmTile> {
+        (self.conv_tile() == GemmTile::COOP_WIDE && self.tuning.conv_tall_min_sessions < u32::MAX)
+            .then_some(GemmTile::COOP_TALL)
+    }
+
     /// The GEMM levels of a conv layer of `rows_in` input rows per session, `cols` virtual
-    /// columns and `chunks` chunks of K on [`KernelChoice::conv_tile`], whose split partial sums
-    /// must fit `partial_bytes` ([`GemmPolicy::levels`]).
+    /// columns and `chunks` chunks of K (the same for every tile: all chunk K by 32 on
+    /// cooperative matrices), whose split partial sums must fit `partial_bytes`: each level's
+    /// tile and split ([`GemmPolicy::levels`] of [`KernelChoice::conv_tile`], and from
+    /// `tuning.conv_tall_min_sessions` sessions those of the 128 × 128 cooperative tile where
+    /// it has one).
     pub fn conv_gemm_levels(
         &self,
         rows_in: u32,
         cols: u32,
         chunks: u32,
         partial_bytes: u64,
-    ) -> Vec<GemmLevel> {
-        self.conv_gemm_policy().levels(rows_in, cols, chunks, self.conv_tile(), partial_bytes)
+    ) -> Vec<ConvGemmLevel> {
+        let policy = self.conv_gemm_policy();
+        let plan = |tile: GemmTile| -> Vec<ConvGemmLevel> {
+            policy
+                .levels(rows_in, cols, chunks, tile, partial_bytes)
+                .into_iter()
+                .map(|l| ConvGemmLevel { min_sessions: l.min_sessions, tile, split: l.split })
+                .collect()
+        };
+        let base = plan(self.conv_tile());
+        let Some(tall) = self.conv_tall_tile().map(plan) else { return base };
+        let from = self.tuning.conv_tall_min_sessions;
+        let at =
+            |levels: &[ConvGemmLevel], s: u32| levels.iter().rev().find(|l| s >= l.min_sessions).copied();
+        let choice = |s: u32| if s >= from { at(&tall, s).or(at(&base, s)) } else { at(&base, s) };
+        let mut starts: Vec<u32> = base.iter().chain(&tall).map(|l| l.min_sessions).chain([from]).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        let mut out: Vec<ConvGemmLevel> = Vec::new();
+        for s in starts {
+            if let Some(l) = choice(s) {
+                if out.last().is_none_or(|o| (o.tile, o.split) != (l.tile, l.split)) {
+                    out.push(ConvGemmLevel { min_sessions: s, ..l });
+                }
+            }
+        }
+        out
     }
 
     /// Whether a conv layer of `cols` virtual columns takes the narrow kernel (at every tick
@@ -208,27 +254,27 @@ impl KernelChoice {
         }
         let levels = self.conv_gemm_levels(rows_in, cols, chunks, self.partials_bytes());
         match levels.iter().rev().find(|l| sessions >= l.min_sessions) {
-            Some(l) => ConvKernel::Gemm { tile: self.conv_tile(), split: l.split },
+            Some(l) => ConvKernel::Gemm { tile: l.tile, split: l.split },
             None => ConvKernel::Direct,
         }
     }
 
     /// The fewest sessions from which a residual unit whose dilated conv has `rows_in` input rows
     /// per session, `cols` channels and `chunks` chunks of K runs as one dispatch
-    /// (`tuning.conv_fuse_units`): where that conv's GEMM runs unsplit and
-    /// [`KernelChoice::conv_tile`] holds every channel. `None` where it never does.
+    /// (`tuning.conv_fuse_units`), and its tile: where that conv's last GEMM level runs unsplit
+    /// on a tile that holds every channel. `None` where it never does.
     pub fn conv_unit_fused_from(
         &self,
         rows_in: u32,
         cols: u32,
         chunks: u32,
         partial_bytes: u64,
-    ) -> Option<u32> {
-        if !self.tuning.conv_fuse_units || self.conv_narrow(cols) || cols > self.conv_tile().cols() {
+    ) -> Option<(u32, GemmTile)> {
+        if !self.tuning.conv_fuse_units || self.conv_narrow(cols) {
             return None;
         }
         let levels = self.conv_gemm_levels(rows_in, cols, chunks, partial_bytes);
-        levels.last().filter(|l| l.split == 1).map(|l| l.min_sessions)
+        levels.last().filter(|l| l.split == 1 && cols <= l.tile.cols()).map(|l| (l.min_sessions, l.tile))
     }
 
     /// Most K slices per workgroup of the direct kernel in a tick of one session:

@@ -7,7 +7,9 @@ mod conv;
 mod layer;
 mod matmul;
 
-pub use conv::{ConvKernel, GemmLevel, GemmPolicy, CONV_WORKGROUP, NARROW_MAX_COLS, SPLIT_TARGET_GROUPS};
+pub use conv::{
+    ConvGemmLevel, ConvKernel, GemmLevel, GemmPolicy, CONV_WORKGROUP, NARROW_MAX_COLS, SPLIT_TARGET_GROUPS,
+};
 pub use layer::{grid_size, AttentionKernel, AttentionSplit, RopeKernel};
 pub use matmul::{few_rows_columns, MatmulKernel, MatmulPlan, FEW_ROWS_THREADS, MAX_SPLIT};
 
@@ -205,6 +207,25 @@ mod tests {
         assert!(matches!(plan.at(256), MatmulKernel::Gemm { tile: GemmTile::ROWS_128_WIDE, .. }), "{plan:?}");
         assert!(matches!(plan.at(255), MatmulKernel::Gemm { tile: GemmTile::ROWS_64, .. }), "{plan:?}");
         assert_eq!(choice(GPU, &[("conv_max_split", "4")]).conv_max_k_split(), 4);
+        // The conv GEMMs of ticks from conv_tall_min_sessions sessions on the 128 × 128 tile;
+        // the last conv block's 96 columns, 1,920 rows a session, 21 chunks.
+        let tile_at = |c: &KernelChoice, sessions| match c.conv(1920, 96, 21, sessions) {
+            ConvKernel::Gemm { tile, .. } => tile,
+            other => panic!("{sessions} sessions: {other:?}"),
+        };
+        assert_eq!(
+            (tile_at(&gpu, 7), tile_at(&gpu, 8), tile_at(&gpu, 256)),
+            (GemmTile::COOP_WIDE, GemmTile::COOP_TALL, GemmTile::COOP_TALL)
+        );
+        let later = choice(GPU, &[("conv_tall_min_sessions", "64")]);
+        assert_eq!((tile_at(&later, 63), tile_at(&later, 64)), (GemmTile::COOP_WIDE, GemmTile::COOP_TALL));
+        let never = choice(GPU, &[("conv_tall_min_sessions", "4294967295")]);
+        assert_eq!(tile_at(&never, 256), GemmTile::COOP_WIDE);
+        assert_eq!(tile_at(&choice(GPU, &[("conv_coop", "false")]), 256), GemmTile::ROWS_128);
+        assert_eq!(
+            gpu.conv_unit_fused_from(1920, 96, 21, gpu.partials_bytes()),
+            Some((9, GemmTile::COOP_TALL))
+        );
         // Past the few-rows kernel the wide cooperative tile, with the 33-row level's split.
         let plan = gpu.matmul_plan(4096, 1024, false, gpu.partials_bytes());
         assert!(matches!(plan.at(8), MatmulKernel::FewRows { .. }), "{plan:?}");

@@ -8,13 +8,16 @@ enable wgpu_cooperative_matrix;
 // where the adapter offers 16 × 16 × 16 f16 · f16 + f32 at subgroup scope with subgroups of 32
 // (gpu::GpuContext::has_coop_f16).
 //
-// A subgroup owns a 16 × 32 (SG_TR = 1) or 32 × 32 (SG_TR = 2) block of C: tiles of 16, 32 and
-// 64 rows × 64 hold two 16 × 16 accumulators per subgroup, 64 × 128 (GemmTile::COOP_WIDE) four.
+// A subgroup owns a block of 16 · SG_TR rows × 32 columns of C: tiles of 16, 32 and 64 rows × 64
+// hold two 16 × 16 accumulators per subgroup (SG_TR = 1 or 2), 64 × 128 (GemmTile::COOP_WIDE)
+// four, 128 × 128 (GemmTile::COOP_TALL) eight (SG_TR = 4): each 16 × 16 block of B it loads is
+// multiplied with SG_TR blocks of A.
 //
-// The chunks are staged in two buffers, chunk c in buffer c % 2: a subgroup may stage chunk
-// c + 1 while another still multiplies chunk c, so one barrier per chunk (after staging) is
-// enough, and release_chunk() has nothing to wait for. The register tile has one buffer and
-// waits there.
+// Tiles of up to 64 rows stage their chunks in two buffers, chunk c in buffer c % 2: a subgroup
+// may stage chunk c + 1 while another still multiplies chunk c, so one barrier per chunk (after
+// staging) is enough, and release_chunk() has nothing to wait for. The 128-row tile's chunk
+// fills both buffers' space: it has one buffer, and waits in release_chunk() as the register
+// tile does.
 //
 // After the K loop the sums go through workgroup memory in CS_PARTS parts (one per 16-row band
 // of a subgroup's block, so every subgroup stores in each part): flush_acc(part) stores a part,
@@ -37,13 +40,13 @@ override SG_TR: u32 = BM * BN / (8u * THREADS * 2u);
 // Parts of C staged one after the other in coop_cs; the epilogue takes TM / CS_PARTS block rows
 // of each.
 override CS_PARTS: u32 = SG_TR;
-const STAGE_BUFFERS: u32 = 2u;
-// vec4s of one staging buffer: 64 rows (or 128 columns) × (32 + 8) f16.
-const XS_BUFFER: u32 = 640u;
+override STAGE_BUFFERS: u32 = select(2u, 1u, BM > 64u);
+// vec4s of one staging buffer: 64 rows (128 with one buffer) × (32 + 8) f16, and 128 columns.
+override XS_BUFFER: u32 = 1280u / STAGE_BUFFERS;
 const WS_BUFFER: u32 = 1280u;
 
-// Two buffers of at most 64 rows × (32 + 8) f16 and 128 columns × (32 + 8), and a part of C of
-// 4096 f32 (32 rows × 128 or 64 × 64): 46 KiB, so a kernel may add at most 2 KiB of its own to
+// Two buffers of at most 64 rows × (32 + 8) f16 and 128 columns × (32 + 8) (or one of 128 rows
+// and one of 128 columns), and a part of C of 4096 f32 (32 rows × 128 or 64 × 64): 46 KiB, so a kernel may add at most 2 KiB of its own to
 // stay within 48 KiB. Cooperative loads and stores need 16-byte aligned
 // addresses, and the driver lays workgroup variables out in an order of its own: every
 // workgroup variable of a kernel that includes this file must be a multiple of 16 bytes.
@@ -57,6 +60,10 @@ var<private> cacc00: coop_mat16x16<f32, C>;
 var<private> cacc01: coop_mat16x16<f32, C>;
 var<private> cacc10: coop_mat16x16<f32, C>;
 var<private> cacc11: coop_mat16x16<f32, C>;
+var<private> cacc20: coop_mat16x16<f32, C>;
+var<private> cacc21: coop_mat16x16<f32, C>;
+var<private> cacc30: coop_mat16x16<f32, C>;
+var<private> cacc31: coop_mat16x16<f32, C>;
 
 // f16 saturates at 65504; an activation past it is clamped rather than made infinite.
 fn to_f16(v: vec4<f32>) -> vec4<f16> {
@@ -87,6 +94,10 @@ fn clear_acc() {
     cacc01 = coop_mat16x16<f32, C>();
     cacc10 = coop_mat16x16<f32, C>();
     cacc11 = coop_mat16x16<f32, C>();
+    cacc20 = coop_mat16x16<f32, C>();
+    cacc21 = coop_mat16x16<f32, C>();
+    cacc30 = coop_mat16x16<f32, C>();
+    cacc31 = coop_mat16x16<f32, C>();
 }
 
 // First tile row and column of the block of the subgroup that thread (tx, ty) is in.
@@ -106,18 +117,31 @@ fn mma_chunk(chunk: u32, tx: u32, ty: u32) {
         let b1 = coopLoad<coop_mat16x16<f16, B>>(&coop_ws[wb + ((o.y + 16u) * XS + kk) / 4u], XS / 4u);
         cacc00 = coopMultiplyAdd(a0, b0, cacc00);
         cacc01 = coopMultiplyAdd(a0, b1, cacc01);
-        if (SG_TR == 2u) {
+        if (SG_TR >= 2u) {
             let a1 = coopLoadT<coop_mat16x16<f16, A>>(&coop_xs[xb + ((o.x + 16u) * XS + kk) / 4u], XS / 4u);
             cacc10 = coopMultiplyAdd(a1, b0, cacc10);
             cacc11 = coopMultiplyAdd(a1, b1, cacc11);
         }
+        if (SG_TR == 4u) {
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&coop_xs[xb + ((o.x + 32u) * XS + kk) / 4u], XS / 4u);
+            cacc20 = coopMultiplyAdd(a2, b0, cacc20);
+            cacc21 = coopMultiplyAdd(a2, b1, cacc21);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&coop_xs[xb + ((o.x + 48u) * XS + kk) / 4u], XS / 4u);
+            cacc30 = coopMultiplyAdd(a3, b0, cacc30);
+            cacc31 = coopMultiplyAdd(a3, b1, cacc31);
+        }
     }
 }
 
-// Called after mma_chunk(c): chunk c + 2, the next to reuse its buffer, is staged only after
-// the barrier that follows chunk c + 1's staging, which every thread reaches after multiplying
-// chunk c.
-fn release_chunk() {}
+// Called after mma_chunk(c). With two buffers, chunk c + 2, the next to reuse chunk c's buffer,
+// is staged only after the barrier that follows chunk c + 1's staging, which every thread
+// reaches after multiplying chunk c. With one, chunk c + 1 overwrites it: every subgroup must
+// be done with it first.
+fn release_chunk() {
+    if (STAGE_BUFFERS == 1u) {
+        workgroupBarrier();
+    }
+}
 
 // Stores part `part` of the sums to coop_cs: every subgroup's 16-row band `part`, at stage row
 // 16 × (the subgroup's row band). Every thread calls it for each part in turn after the K loop
@@ -132,9 +156,15 @@ fn flush_acc(tx: u32, ty: u32, part: u32) {
     if (part == 0u) {
         coopStoreT(cacc00, &coop_cs[at], BN);
         coopStoreT(cacc01, &coop_cs[at + 16u], BN);
-    } else {
+    } else if (part == 1u) {
         coopStoreT(cacc10, &coop_cs[at], BN);
         coopStoreT(cacc11, &coop_cs[at + 16u], BN);
+    } else if (part == 2u) {
+        coopStoreT(cacc20, &coop_cs[at], BN);
+        coopStoreT(cacc21, &coop_cs[at + 16u], BN);
+    } else {
+        coopStoreT(cacc30, &coop_cs[at], BN);
+        coopStoreT(cacc31, &coop_cs[at + 16u], BN);
     }
     workgroupBarrier();
 }

@@ -19,7 +19,8 @@ use super::{randn, rng, Gpu};
 /// ([`Gpu::coop_or_required`]).
 pub(super) fn tiles() -> Vec<GemmTile> {
     let coop = Gpu::new().coop_or_required();
-    let on_coop = GemmTile::ALL.iter().filter_map(|t| t.on_coop()).chain([GemmTile::COOP_WIDE]);
+    let on_coop =
+        GemmTile::ALL.iter().filter_map(|t| t.on_coop()).chain([GemmTile::COOP_WIDE, GemmTile::COOP_TALL]);
     GemmTile::ALL.into_iter().chain(on_coop.filter(|_| coop)).collect()
 }
 

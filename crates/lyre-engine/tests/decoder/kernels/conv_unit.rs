@@ -30,6 +30,7 @@ fn wide_tiles() -> Vec<GemmTile> {
     let mut tiles = vec![GemmTile::ROWS_128_WIDE];
     if Gpu::new().coop_or_required() {
         tiles.push(GemmTile::COOP_WIDE);
+        tiles.push(GemmTile::COOP_TALL);
     }
     tiles
 }
