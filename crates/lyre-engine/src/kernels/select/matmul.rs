@@ -211,19 +211,23 @@ impl KernelChoice {
         self.tuning.fused_swiglu_max_rows
     }
 
-    /// The cooperative tile for matmuls or convs that would take `tile` on registers: 64-row
-    /// tiles and larger take [`GemmTile::COOP_WIDE`] (unless `tuning.coop_wide` is
-    /// off), smaller ones their own cooperative form.
+    /// The cooperative tile for matmuls or convs that would take `tile` on registers
+    /// ([`GemmTile::coop_for`], wide unless `tuning.coop_wide` is off).
     pub fn coop_tile(&self, tile: GemmTile) -> GemmTile {
         tile.coop_for(self.tuning.coop_wide)
     }
 
     /// The cooperative tile of a GEMM level whose register tile is `tile`, from `first` rows:
-    /// [`GemmTile::COOP_WIDE`] from `tuning.coop_wide_min_rows` where `tuning.coop_wide` is on,
-    /// else [`KernelChoice::coop_tile`].
+    /// from `tuning.coop_wide_min_rows` where `tuning.coop_wide` is on,
+    /// [`GemmTile::COOP_TALL`] for the 128 × 128 tile (`gemm_large_tile = "128x128"`) and
+    /// [`GemmTile::COOP_WIDE`] for the others; else [`KernelChoice::coop_tile`].
     fn coop_level_tile(&self, tile: GemmTile, first: u32) -> GemmTile {
         if self.tuning.coop_wide && first >= self.tuning.coop_wide_min_rows {
-            GemmTile::COOP_WIDE
+            if tile == GemmTile::ROWS_128_WIDE {
+                GemmTile::COOP_TALL
+            } else {
+                GemmTile::COOP_WIDE
+            }
         } else {
             self.coop_tile(tile)
         }

@@ -206,6 +206,11 @@ mod tests {
         let plan = large.matmul_plan(4096, 1024, false, large.partials_bytes());
         assert!(matches!(plan.at(256), MatmulKernel::Gemm { tile: GemmTile::ROWS_128_WIDE, .. }), "{plan:?}");
         assert!(matches!(plan.at(255), MatmulKernel::Gemm { tile: GemmTile::ROWS_64, .. }), "{plan:?}");
+        // On cooperative matrices the 128 × 128 tile from 256 rows, the wide one below.
+        let large = choice(GPU, &[("gemm_large_tile", "128x128")]);
+        let plan = large.matmul_plan(4096, 1024, false, large.partials_bytes());
+        assert!(matches!(plan.at(256), MatmulKernel::Gemm { tile: GemmTile::COOP_TALL, .. }), "{plan:?}");
+        assert!(matches!(plan.at(255), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE, .. }), "{plan:?}");
         assert_eq!(choice(GPU, &[("conv_max_split", "4")]).conv_max_k_split(), 4);
         // The conv GEMMs of ticks from conv_tall_min_sessions sessions on the 128 × 128 tile;
         // the last conv block's 96 columns, 1,920 rows a session, 21 chunks.
