@@ -43,16 +43,9 @@ pub const SPLIT_TARGET_GROUPS: u32 = 128;
 /// From `min_sessions` sessions on (until the next level), a conv layer's GEMM runs `tile` and
 /// splits K `split` ways.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConvGemmLevel {
-    pub min_sessions: u32,
-    pub tile: GemmTile,
-    pub split: u32,
-}
-
-/// From `min_sessions` sessions on (until the next level), a layer's GEMM splits K `split` ways.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GemmLevel {
     pub min_sessions: u32,
+    pub tile: GemmTile,
     pub split: u32,
 }
 
@@ -97,7 +90,7 @@ impl GemmPolicy {
                 continue;
             };
             if levels.last().is_none_or(|l| l.split != split) {
-                levels.push(GemmLevel { min_sessions: sessions, split });
+                levels.push(GemmLevel { min_sessions: sessions, tile, split });
             }
             if split == 1 {
                 break;
@@ -208,29 +201,22 @@ impl KernelChoice {
         cols: u32,
         chunks: u32,
         partial_bytes: u64,
-    ) -> Vec<ConvGemmLevel> {
+    ) -> Vec<GemmLevel> {
         let policy = self.conv_gemm_policy();
-        let plan = |tile: GemmTile| -> Vec<ConvGemmLevel> {
-            policy
-                .levels(rows_in, cols, chunks, tile, partial_bytes)
-                .into_iter()
-                .map(|l| ConvGemmLevel { min_sessions: l.min_sessions, tile, split: l.split })
-                .collect()
-        };
+        let plan = |tile: GemmTile| policy.levels(rows_in, cols, chunks, tile, partial_bytes);
         let base = plan(self.conv_tile());
         let Some(tall) = self.conv_tall_tile().map(plan) else { return base };
         let from = self.tuning.conv_tall_min_sessions;
-        let at =
-            |levels: &[ConvGemmLevel], s: u32| levels.iter().rev().find(|l| s >= l.min_sessions).copied();
+        let at = |levels: &[GemmLevel], s: u32| levels.iter().rev().find(|l| s >= l.min_sessions).copied();
         let choice = |s: u32| if s >= from { at(&tall, s).or(at(&base, s)) } else { at(&base, s) };
         let mut starts: Vec<u32> = base.iter().chain(&tall).map(|l| l.min_sessions).chain([from]).collect();
         starts.sort_unstable();
         starts.dedup();
-        let mut out: Vec<ConvGemmLevel> = Vec::new();
+        let mut out: Vec<GemmLevel> = Vec::new();
         for s in starts {
             if let Some(l) = choice(s) {
                 if out.last().is_none_or(|o| (o.tile, o.split) != (l.tile, l.split)) {
-                    out.push(ConvGemmLevel { min_sessions: s, ..l });
+                    out.push(GemmLevel { min_sessions: s, ..l });
                 }
             }
         }
@@ -303,7 +289,7 @@ mod tests {
         for (rows_in, cols, chunks) in LAYERS {
             let want: Vec<GemmLevel> = unsplit
                 .min_sessions(rows_in, cols, GemmTile::COOP_WIDE)
-                .map(|m| GemmLevel { min_sessions: m, split: 1 })
+                .map(|m| GemmLevel { min_sessions: m, tile: GemmTile::COOP_WIDE, split: 1 })
                 .into_iter()
                 .collect();
             assert_eq!(unsplit.levels(rows_in, cols, chunks, GemmTile::COOP_WIDE, PARTIALS), want);

@@ -7,9 +7,7 @@ mod conv;
 mod layer;
 mod matmul;
 
-pub use conv::{
-    ConvGemmLevel, ConvKernel, GemmLevel, GemmPolicy, CONV_WORKGROUP, NARROW_MAX_COLS, SPLIT_TARGET_GROUPS,
-};
+pub use conv::{ConvKernel, GemmLevel, GemmPolicy, CONV_WORKGROUP, NARROW_MAX_COLS, SPLIT_TARGET_GROUPS};
 pub use layer::{grid_size, AttentionKernel, AttentionSplit, RopeKernel};
 pub use matmul::{few_rows_columns, MatmulKernel, MatmulPlan, FEW_ROWS_THREADS, MAX_SPLIT};
 
