@@ -86,25 +86,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     for (; c < c_end; c++) {
         // Stage chunk c from the registers.
-        var a0 = x0;
-        var a1 = x1;
-        if (INPUT == INPUT_SWIGLU) {
-            a0 = a0 / (1.0 + exp(min(-a0, vec4<f32>(80.0)))) * u0;
-            a1 = a1 / (1.0 + exp(min(-a1, vec4<f32>(80.0)))) * u1;
-        }
-        ss += sq(a0) + sq(a1);
-        stage_x(c, xk, xr, a0 * gamma4(c * kv + xk));
-        stage_x(c, xk2, xr, a1 * gamma4(c * kv + xk2));
+        ss += stage_input(c, xk, xr, x0, u0) + stage_input(c, xk2, xr, x1, u1);
         if (X_LOADS == 4u) {
-            var a2 = x2;
-            var a3 = x3;
-            if (INPUT == INPUT_SWIGLU) {
-                a2 = a2 / (1.0 + exp(min(-a2, vec4<f32>(80.0)))) * u2;
-                a3 = a3 / (1.0 + exp(min(-a3, vec4<f32>(80.0)))) * u3;
-            }
-            ss += sq(a2) + sq(a3);
-            stage_x(c, xk3, xr, a2 * gamma4(c * kv + xk3));
-            stage_x(c, xk4, xr, a3 * gamma4(c * kv + xk4));
+            ss += stage_input(c, xk3, xr, x2, u2) + stage_input(c, xk4, xr, x3, u3);
         }
         for (var q = 0u; q < 8u; q++) {
             if (q < W_LOADS) {
@@ -164,6 +148,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             store_row(tx, ty, q, r0, n0, rows);
         }
     }
+}
+
+// Stages the loaded x vec4 `v` (with `u`, its SwiGLU gate) of tile row `xr` at chunk-relative
+// vec4 `k4` of chunk `c`, through the input transform and gamma; returns what it adds to the
+// row's sum of squares.
+fn stage_input(c: u32, k4: u32, xr: u32, v: vec4<f32>, u: vec4<f32>) -> f32 {
+    let a = input_of(v, u);
+    stage_x(c, k4, xr, a * gamma4(c * (BK / 4u) + k4));
+    return sq(a);
 }
 
 // The epilogue of block row `q` of the tile at (r0, n0), if its row is one of the tick's.

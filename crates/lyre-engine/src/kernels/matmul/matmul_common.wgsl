@@ -47,7 +47,15 @@ fn bias_at(i: u32) -> f32 {
 fn x_in(base: u32, i: u32) -> vec4<f32> {
     let v = x[base + i];
     if (INPUT == INPUT_SWIGLU) {
-        let u = x[base + p.k / 4u + i];
+        return input_of(v, x[base + p.k / 4u + i]);
+    }
+    return v;
+}
+
+// The input transform of a loaded x vec4 `v`: SwiGLU with its gate half `u` in that mode, else
+// `v` as it is.
+fn input_of(v: vec4<f32>, u: vec4<f32>) -> vec4<f32> {
+    if (INPUT == INPUT_SWIGLU) {
         return v / (1.0 + exp(min(-v, vec4<f32>(80.0)))) * u;
     }
     return v;
