@@ -112,6 +112,12 @@ pub struct EngineTuning {
     /// Cooperative GEMM levels starting at this many rows take the 64 × 128 tile where
     /// `coop_wide` is on, even where their register tile has 16 or 32 rows.
     pub coop_wide_min_rows: u32,
+    /// K per staged chunk of the matmuls' 64 × 128 cooperative tile: 32 (two staging buffers)
+    /// or 64 (one buffer, half as many round trips to memory).
+    pub coop_wide_chunk: u32,
+    /// Cooperative levels of at most this many rows (16 or 32; 0: none) take the 32 × 128
+    /// tile with K in chunks of 64 where they would take the 64 × 128 one.
+    pub coop_short_max_rows: u32,
     /// Most rows for which `down` reads SwiGLU(gate_up) in its input load.
     pub fused_swiglu_max_rows: u32,
     /// q/k-norm + RoPE and attention in one dispatch on decode steps (subgroup kernels).
@@ -174,6 +180,8 @@ impl Default for EngineTuning {
             coop_min_rows: 6,
             coop_wide: true,
             coop_wide_min_rows: 6,
+            coop_wide_chunk: 32,
+            coop_short_max_rows: 0,
             fused_swiglu_max_rows: 1,
             fused_attention: true,
             persistent: Switch::Auto,
@@ -215,6 +223,7 @@ impl EngineTuning {
             ("first_submit_dispatches", self.first_submit_dispatches, 0, 65_536),
             ("coop_min_rows", self.coop_min_rows, 1, u32::MAX),
             ("coop_wide_min_rows", self.coop_wide_min_rows, 1, u32::MAX),
+            ("coop_short_max_rows", self.coop_short_max_rows, 0, 32),
             ("persistent_groups", self.persistent_groups, 1, 1024),
             ("attention_chunks", self.attention_chunks, 0, 16),
             ("attention_chunk_keys", self.attention_chunk_keys, 1, u32::MAX),
@@ -230,6 +239,12 @@ impl EngineTuning {
                 let range = if hi == u32::MAX { format!("at least {lo}") } else { format!("in {lo}..={hi}") };
                 return Err(invalid(key, format!("must be {range}, got {value}")));
             }
+        }
+        if ![32, 64].contains(&self.coop_wide_chunk) {
+            return Err(invalid(
+                "coop_wide_chunk",
+                format!("must be 32 or 64, got {}", self.coop_wide_chunk),
+            ));
         }
         if self.few_rows_min_rows > self.few_rows_max_rows {
             return Err(invalid(
@@ -316,6 +331,8 @@ mod tests {
         assert!(err("matmul", "fast").contains("engine.tuning.matmul"));
         assert!(err("conv_tile", "64").contains("128x64"), "{}", err("conv_tile", "64"));
         assert!(err("coop", "maybe").contains("engine.tuning.coop"));
+        let odd_chunk = EngineTuning { coop_wide_chunk: 48, ..EngineTuning::default() };
+        assert!(odd_chunk.validate().unwrap_err().to_string().contains("coop_wide_chunk: must be 32 or 64"));
     }
 
     #[test]

@@ -38,6 +38,16 @@ impl GemmTile {
     /// and the chunk is staged in one buffer (two would not fit beside the sums' part).
     pub const COOP_TALL: GemmTile = GemmTile { tm: 8, tn: 8, bk: 32, wgy: 16, coop: true };
 
+    /// [`GemmTile::COOP_WIDE`] with K in chunks of 64, staged in one buffer (two would not fit):
+    /// each chunk's loads carry twice the bytes per round trip to memory, for half as many.
+    /// Matmuls only (`coop_wide_chunk = 64`).
+    pub const COOP_WIDE_K64: GemmTile = GemmTile { bk: 64, ..Self::COOP_WIDE };
+
+    /// 32 rows × 128 columns on cooperative matrices, K in chunks of 64 (one buffer): ticks of
+    /// up to 32 rows stage no row twice, and each chunk's loads carry as many bytes as the
+    /// 64 × 128 tile's. Matmuls only (`coop_short_max_rows`).
+    pub const COOP_SHORT: GemmTile = GemmTile { tm: 2, tn: 8, bk: 64, wgy: 16, coop: true };
+
     /// This tile on cooperative matrices: the tiles of 16, 32 and 64 rows × 64 (K in chunks of
     /// 32); `None` for the 128-row ones, whose staged operands and f32 block do not fit the
     /// 48 KiB of workgroup memory of coop_tile.wgsl's arrays.
@@ -45,11 +55,13 @@ impl GemmTile {
         (self.bk == 32 && self.tn == 4).then_some(GemmTile { coop: true, ..self })
     }
 
-    /// Whether `self` is one of [`GemmTile::ALL`], a cooperative form of one, or
-    /// [`GemmTile::COOP_WIDE`].
+    /// Whether `self` is one of [`GemmTile::ALL`], a cooperative form of one, or one of the
+    /// cooperative-only tiles.
     pub fn is_known(&self) -> bool {
         *self == Self::COOP_WIDE
             || *self == Self::COOP_TALL
+            || *self == Self::COOP_WIDE_K64
+            || *self == Self::COOP_SHORT
             || Self::ALL.iter().any(|t| t == self || t.on_coop().as_ref() == Some(self))
     }
 

@@ -75,7 +75,9 @@ fn kernels(gpu: &Gpu) -> Vec<MatmulKernel> {
 
 /// (rows, k, n): odd column counts, row counts across every kernel's row tiles (4, 8, 32).
 fn shapes(kernel: MatmulKernel) -> &'static [(usize, usize, usize)] {
-    if is_coop(kernel) {
+    if matches!(kernel, MatmulKernel::Gemm { tile, .. } if tile.bk == 64) {
+        &[(1, 64, 5), (33, 128, 70), (130, 192, 65)]
+    } else if is_coop(kernel) {
         // Past one 128-row tile, K in several chunks.
         &[(1, 32, 5), (33, 64, 70), (130, 96, 65)]
     } else if matches!(kernel, MatmulKernel::Gemm { .. }) {

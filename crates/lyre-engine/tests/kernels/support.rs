@@ -109,6 +109,10 @@ pub fn coop_kernels(gpu: &Gpu) -> Vec<lyre_engine::kernels::select::MatmulKernel
         Gemm { tile: GemmTile::COOP_WIDE, split: 2 },
         Gemm { tile: GemmTile::COOP_TALL, split: 1 },
         Gemm { tile: GemmTile::COOP_TALL, split: 2 },
+        Gemm { tile: GemmTile::COOP_WIDE_K64, split: 1 },
+        Gemm { tile: GemmTile::COOP_WIDE_K64, split: 2 },
+        Gemm { tile: GemmTile::COOP_SHORT, split: 1 },
+        Gemm { tile: GemmTile::COOP_SHORT, split: 2 },
     ]
 }
 

@@ -36,7 +36,8 @@ impl std::fmt::Display for MatmulKernel {
             MatmulKernel::FewRows { quads, split: s, .. } => write!(f, "few-rows ×{quads}{}", split(s)),
             MatmulKernel::Gemm { tile, split: s } => {
                 let on = if tile.coop { " cooperative" } else { "" };
-                write!(f, "GEMM {}x{}{on}{}", tile.rows(), tile.cols(), split(s))
+                let chunk = if tile.bk > 32 { format!(", K chunk {}", tile.bk) } else { String::new() };
+                write!(f, "GEMM {}x{}{on}{chunk}{}", tile.rows(), tile.cols(), split(s))
             }
         }
     }
@@ -220,11 +221,17 @@ impl KernelChoice {
     /// The cooperative tile of a GEMM level whose register tile is `tile`, from `first` rows:
     /// from `tuning.coop_wide_min_rows` where `tuning.coop_wide` is on,
     /// [`GemmTile::COOP_TALL`] for the 128 × 128 tile (`gemm_large_tile = "128x128"`) and
-    /// [`GemmTile::COOP_WIDE`] for the others; else [`KernelChoice::coop_tile`].
-    fn coop_level_tile(&self, tile: GemmTile, first: u32) -> GemmTile {
+    /// [`GemmTile::COOP_SHORT`] for levels of at most `tuning.coop_short_max_rows` rows, and
+    /// [`GemmTile::COOP_WIDE`] (or [`GemmTile::COOP_WIDE_K64`], `tuning.coop_wide_chunk`) for
+    /// the others; else [`KernelChoice::coop_tile`].
+    fn coop_level_tile(&self, tile: GemmTile, first: u32, max_rows: u32) -> GemmTile {
         if self.tuning.coop_wide && first >= self.tuning.coop_wide_min_rows {
             if tile == GemmTile::ROWS_128_WIDE {
                 GemmTile::COOP_TALL
+            } else if max_rows <= self.tuning.coop_short_max_rows {
+                GemmTile::COOP_SHORT
+            } else if self.tuning.coop_wide_chunk == 64 {
+                GemmTile::COOP_WIDE_K64
             } else {
                 GemmTile::COOP_WIDE
             }
@@ -251,7 +258,7 @@ impl KernelChoice {
             let coop = coop_from
                 .filter(|&c| c <= l.max_rows)
                 .map(|c| first.max(c))
-                .map(|coop_first| (self.coop_level_tile(l.tile, coop_first), coop_first))
+                .map(|coop_first| (self.coop_level_tile(l.tile, coop_first, l.max_rows), coop_first))
                 .filter(|(t, _)| k.is_multiple_of(t.bk));
             if coop.is_none_or(|(_, coop_first)| first < coop_first) {
                 out.push((first, MatmulKernel::Gemm { tile: l.tile, split }));
@@ -262,7 +269,9 @@ impl KernelChoice {
                 // 32-256 rows), scaled down where the cooperative tile holds more rows than the
                 // register tile it replaces (as many workgroups as that tile's own level; at 8–32
                 // rows faster than the register tiles, and than fewer splits, on the H100).
-                let taller = tile.rows().max(l.tile.rows()) / l.tile.rows();
+                // The 32-row tile keeps the 64-row one's split: it only stages fewer rows.
+                let sized_as = if tile == GemmTile::COOP_SHORT { GemmTile::COOP_WIDE } else { tile };
+                let taller = sized_as.rows().max(l.tile.rows()) / l.tile.rows();
                 let level = Level { tile, target_groups: l.target_groups / 2 / taller, ..*l };
                 let split = gemm_split(&level, n, k, partials, max_split);
                 out.push((coop_first, MatmulKernel::Gemm { tile, split }));

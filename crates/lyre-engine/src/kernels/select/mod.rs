@@ -236,6 +236,24 @@ mod tests {
             assert_eq!(plan.at(rows), plan.at(33), "{rows} rows: {plan:?}");
         }
         assert_eq!(plan.at(32), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE, split: 4 });
+        // coop_wide_chunk = 64: the wide levels in chunks of 64, split while two chunks stay per
+        // part (o's 2,048 of K: 32 chunks, 16 parts); the 128 × 128 tile keeps 32.
+        let k64 = choice(GPU, &[("coop_wide_chunk", "64"), ("gemm_large_tile", "128x128")]);
+        let plan = k64.matmul_plan(1024, 2048, false, k64.partials_bytes());
+        assert_eq!(plan.at(32), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE_K64, split: 16 });
+        assert!(matches!(plan.at(256), MatmulKernel::Gemm { tile: GemmTile::COOP_TALL, .. }), "{plan:?}");
+        // coop_short_max_rows = 32: ticks of up to 32 rows on the 32 × 128 tile, with the wide
+        // tile's split; from 33 the wide one.
+        let short = choice(GPU, &[("coop_short_max_rows", "32")]);
+        let plan = short.matmul_plan(4096, 1024, false, short.partials_bytes());
+        for rows in [9, 16, 32] {
+            assert_eq!(plan.at(rows), MatmulKernel::Gemm { tile: GemmTile::COOP_SHORT, split: 4 }, "{rows}");
+        }
+        assert_eq!(plan.at(33), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE, split: 4 });
+        let short16 = choice(GPU, &[("coop_short_max_rows", "16")]);
+        let plan = short16.matmul_plan(4096, 1024, false, short16.partials_bytes());
+        assert_eq!(plan.at(16), MatmulKernel::Gemm { tile: GemmTile::COOP_SHORT, split: 4 });
+        assert_eq!(plan.at(17), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE, split: 4 });
         // o (1024 columns, never the few-rows kernel's): from the GEMM's 6 rows.
         let o = gpu.matmul_plan(1024, 2048, false, gpu.partials_bytes());
         assert!(matches!(o.at(5), MatmulKernel::Matvec { .. }), "{o:?}");

@@ -13,11 +13,11 @@ enable wgpu_cooperative_matrix;
 // four, 128 × 128 (GemmTile::COOP_TALL) eight (SG_TR = 4): each 16 × 16 block of B it loads is
 // multiplied with SG_TR blocks of A.
 //
-// Tiles of up to 64 rows stage their chunks in two buffers, chunk c in buffer c % 2: a subgroup
-// may stage chunk c + 1 while another still multiplies chunk c, so one barrier per chunk (after
-// staging) is enough, and release_chunk() has nothing to wait for. The 128-row tile's chunk
-// fills both buffers' space: it has one buffer, and waits in release_chunk() as the register
-// tile does.
+// Tiles of up to 64 rows and K chunks of 32 stage their chunks in two buffers, chunk c in buffer
+// c % 2: a subgroup may stage chunk c + 1 while another still multiplies chunk c, so one barrier
+// per chunk (after staging) is enough, and release_chunk() has nothing to wait for. A chunk of
+// the 128-row tile, or of K 64 (GemmTile::COOP_WIDE_K64), fills both buffers' space: such a
+// tile has one buffer, and waits in release_chunk() as the register tile does.
 //
 // After the K loop the sums go through workgroup memory in CS_PARTS parts (one per 16-row band
 // of a subgroup's block, so every subgroup stores in each part): flush_acc(part) stores a part,
@@ -40,8 +40,9 @@ override SG_TR: u32 = BM * BN / (8u * THREADS * 2u);
 // Parts of C staged one after the other in coop_cs; the epilogue takes TM / CS_PARTS block rows
 // of each.
 override CS_PARTS: u32 = SG_TR;
-override STAGE_BUFFERS: u32 = select(2u, 1u, BM > 64u);
-// vec4s of one staging buffer: 64 rows (128 with one buffer) × (32 + 8) f16, and 128 columns.
+override STAGE_BUFFERS: u32 = select(2u, 1u, BM > 64u || BK > 32u);
+// vec4s of one staging buffer: 64 rows × (32 + 8) f16 (with one buffer 128 rows × 40 or 64 ×
+// 72), and 128 columns × 40 (with one buffer 128 × 72 fills both buffers' space).
 override XS_BUFFER: u32 = 1280u / STAGE_BUFFERS;
 const WS_BUFFER: u32 = 1280u;
 
