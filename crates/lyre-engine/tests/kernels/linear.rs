@@ -64,24 +64,41 @@ fn matmul_matches_cpu_on_odd_shapes() {
                 (true, Activation::Silu, Output::Overwrite),
                 (true, Activation::None, Output::Accumulate),
             ] {
-                let ybuf = gpu.buf(&prior);
-                let d = Matmul {
-                    label: "mm",
-                    weight: &wbuf,
-                    bias: bias.then_some(&bbuf),
-                    k: k as u32,
-                    n: n as u32,
-                    x: Rows::dense(&xbuf, k as u32),
-                    input: Input::Plain,
-                    y: Rows::dense(&ybuf, n as u32),
-                    rows: RowCount::Talker,
-                    output: out,
-                    activation: act,
+                // The product by `kernel` on a fresh copy of `prior`.
+                let product = |kernel: MatmulKernel| -> Vec<f32> {
+                    let ybuf = gpu.buf(&prior);
+                    let d = Matmul {
+                        label: "mm",
+                        weight: &wbuf,
+                        bias: bias.then_some(&bbuf),
+                        k: k as u32,
+                        n: n as u32,
+                        x: Rows::dense(&xbuf, k as u32),
+                        input: Input::Plain,
+                        y: Rows::dense(&ybuf, n as u32),
+                        rows: RowCount::Talker,
+                        output: out,
+                        activation: act,
+                    }
+                    .build_sequence(&gpu.env(), kernel)
+                    .unwrap();
+                    gpu.run(RowCounts { talker_rows: rows as u32, sessions: 0 }, &d);
+                    gpu.read(&ybuf)
+                };
+                let got = product(kernel);
+                if let MatmulKernel::Gemm { tile, split } = kernel {
+                    if tile.coop && tile.bk == 64 && (k / 64) % split as usize == 0 {
+                        // Chunks of 64 multiply the same 16-wide blocks of K in the same order
+                        // as the 64 × 128 tile's chunks of 32, and where the split's parts start
+                        // at the same K, the sums are the same bit for bit.
+                        let wide = MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE, split };
+                        let want = product(wide);
+                        assert!(
+                            got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+                            "{kernel:?} against {wide:?}, {rows}x{k}x{n}: not bit for bit"
+                        );
+                    }
                 }
-                .build_sequence(&gpu.env(), kernel)
-                .unwrap();
-                gpu.run(RowCounts { talker_rows: rows as u32, sessions: 0 }, &d);
-                let got: Vec<f32> = gpu.read(&ybuf);
                 // On cooperative matrices the kernel rounds x to f16 (bf16 weights are exact in f16).
                 let x_in: Vec<f32> = if is_coop(kernel) {
                     x.iter().map(|&v| half::f16::from_f32(v).to_f32()).collect()
