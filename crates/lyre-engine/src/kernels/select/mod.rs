@@ -208,7 +208,7 @@ mod tests {
         let large = choice(GPU, &[("gemm_large_tile", "128x128")]);
         let plan = large.matmul_plan(4096, 1024, false, large.partials_bytes());
         assert!(matches!(plan.at(256), MatmulKernel::Gemm { tile: GemmTile::COOP_TALL, .. }), "{plan:?}");
-        assert!(matches!(plan.at(255), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE, .. }), "{plan:?}");
+        assert!(matches!(plan.at(255), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE_K64, .. }), "{plan:?}");
         assert_eq!(choice(GPU, &[("conv_max_split", "4")]).conv_max_k_split(), 4);
         // The conv GEMMs of ticks from conv_tall_min_sessions sessions on the 128 × 128 tile;
         // the last conv block's 96 columns, 1,920 rows a session, 21 chunks.
@@ -229,35 +229,37 @@ mod tests {
             gpu.conv_unit_fused_from(1920, 96, 21, gpu.partials_bytes()),
             Some((9, GemmTile::COOP_TALL))
         );
-        // Past the few-rows kernel the wide cooperative tile, with the 33-row level's split.
+        // Past the few-rows kernel the cooperative tiles with the 33-row level's split: 32 × 128
+        // up to coop_short_max_rows (16), then 64 × 128, K in chunks of coop_wide_chunk (64).
         let plan = gpu.matmul_plan(4096, 1024, false, gpu.partials_bytes());
         assert!(matches!(plan.at(8), MatmulKernel::FewRows { .. }), "{plan:?}");
-        for rows in [9, 16, 17, 32] {
-            assert_eq!(plan.at(rows), plan.at(33), "{rows} rows: {plan:?}");
-        }
-        assert_eq!(plan.at(32), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE, split: 4 });
-        // coop_wide_chunk = 64: the wide levels in chunks of 64, split while two chunks stay per
-        // part (o's 2,048 of K: 32 chunks, 16 parts); the 128 × 128 tile keeps 32.
-        let k64 = choice(GPU, &[("coop_wide_chunk", "64"), ("gemm_large_tile", "128x128")]);
-        let plan = k64.matmul_plan(1024, 2048, false, k64.partials_bytes());
-        assert_eq!(plan.at(32), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE_K64, split: 16 });
-        assert!(matches!(plan.at(256), MatmulKernel::Gemm { tile: GemmTile::COOP_TALL, .. }), "{plan:?}");
-        // coop_short_max_rows = 32: ticks of up to 32 rows on the 32 × 128 tile, with the wide
-        // tile's split; from 33 the wide one.
-        let short = choice(GPU, &[("coop_short_max_rows", "32")]);
-        let plan = short.matmul_plan(4096, 1024, false, short.partials_bytes());
-        for rows in [9, 16, 32] {
+        for rows in [9, 16] {
             assert_eq!(plan.at(rows), MatmulKernel::Gemm { tile: GemmTile::COOP_SHORT, split: 4 }, "{rows}");
         }
-        assert_eq!(plan.at(33), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE, split: 4 });
-        let short16 = choice(GPU, &[("coop_short_max_rows", "16")]);
-        let plan = short16.matmul_plan(4096, 1024, false, short16.partials_bytes());
-        assert_eq!(plan.at(16), MatmulKernel::Gemm { tile: GemmTile::COOP_SHORT, split: 4 });
-        assert_eq!(plan.at(17), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE, split: 4 });
-        // o (1024 columns, never the few-rows kernel's): from the GEMM's 6 rows.
+        for rows in [17, 32] {
+            assert_eq!(plan.at(rows), plan.at(33), "{rows} rows: {plan:?}");
+        }
+        assert!(matches!(plan.at(256), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE_K64, .. }), "{plan:?}");
+        assert_eq!(plan.at(32), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE_K64, split: 4 });
+        // With chunks of 64 K is split while two chunks stay per part (o's 2,048 of K: 32 chunks,
+        // 16 parts); chunks of 32 and no short tile give the 64 × 128 tile at every level.
+        let o = gpu.matmul_plan(1024, 2048, false, gpu.partials_bytes());
+        assert_eq!(o.at(32), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE_K64, split: 16 });
+        let k32 = choice(GPU, &[("coop_wide_chunk", "32"), ("coop_short_max_rows", "0")]);
+        let plan = k32.matmul_plan(4096, 1024, false, k32.partials_bytes());
+        for rows in [9, 16, 32] {
+            assert_eq!(plan.at(rows), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE, split: 4 }, "{rows}");
+        }
+        assert!(matches!(plan.at(256), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE, .. }), "{plan:?}");
+        let short32 = choice(GPU, &[("coop_short_max_rows", "32")]);
+        let plan = short32.matmul_plan(4096, 1024, false, short32.partials_bytes());
+        assert_eq!(plan.at(32), MatmulKernel::Gemm { tile: GemmTile::COOP_SHORT, split: 4 });
+        assert_eq!(plan.at(33), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE_K64, split: 4 });
+        // o (1024 columns, never the few-rows kernel's): from the GEMM's 6 rows, on the tiles
+        // of 9 and of 33 rows.
         let o = gpu.matmul_plan(1024, 2048, false, gpu.partials_bytes());
         assert!(matches!(o.at(5), MatmulKernel::Matvec { .. }), "{o:?}");
-        assert_eq!(o.at(6), o.at(33), "{o:?}");
+        assert_eq!((o.at(6), o.at(17)), (o.at(9), o.at(33)), "{o:?}");
         // Below coop_wide_min_rows the levels keep their own tiles: on registers below
         // coop_min_rows, else in their own cooperative form.
         let old = choice(GPU, &[("coop_min_rows", "33"), ("coop_wide_min_rows", "33")]);
