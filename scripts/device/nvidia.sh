@@ -27,7 +27,9 @@
 #                       AB_ROUNDS (2) times each in turn, at AB_BATCHES, on AB_MODELS (0.6b);
 #                       AB_ARGS adds `lyre bench` arguments
 # Every mode ends by writing $OUT/latest.json (scripts/device/latest.py) from what it measured,
-# and everything else lands in $OUT/results.tgz, saved after each step. The files themselves are
+# and everything else lands in $OUT/results.tgz, saved after each step (a second invocation in
+# the same call, which starts an empty work folder, saves results-2.tgz, and so on: each keeps
+# its own files). The files themselves are
 # written in a work folder: the device tool brings back only a few files from $OUT, so a run cut
 # off by its time limit must not leave dozens there.
 # Several modes run in order in one call: `nvidia.sh engine peers`. Pass LYRE_COMMIT (the commit
@@ -39,6 +41,12 @@ DEST=${OUT:-/tmp/out}
 OUT=/tmp/lyre-run
 export OUT
 rm -rf "$OUT" && mkdir -p "$OUT" "$DEST"
+RESULTS=results.tgz
+n=1
+while [ -e "$DEST/$RESULTS" ]; do
+  n=$((n + 1))
+  RESULTS=results-$n.tgz
+done
 for f in .gl/*.deb; do
   # libgomp (libsoxr's OpenMP) only where the host has none: never replace a newer one.
   case $f in *libgomp1_*) ls /usr/lib/x86_64-linux-gnu/libgomp.so.1 >/dev/null 2>&1 && continue ;; esac
@@ -86,7 +94,7 @@ get() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.
 
 save() {
   python3 scripts/device/latest.py "$OUT" > "$OUT/latest.log" 2>&1 || tail -3 "$OUT/latest.log"
-  tar -C "$OUT" -czf "$DEST/results.tgz.part" . && mv "$DEST/results.tgz.part" "$DEST/results.tgz"
+  tar -C "$OUT" -czf "$DEST/$RESULTS.part" . && mv "$DEST/$RESULTS.part" "$DEST/$RESULTS"
   cp "$OUT/latest.json" "$DEST/" 2>/dev/null
 }
 

@@ -1,8 +1,8 @@
 // y[r, n] (+)= act(bias[n] + sum_k in(x)[r, k] * w[n, k]) for ticks of many rows: the
 // register-blocked tile of gemm_tile.wgsl (BM rows × BN columns per workgroup) with bf16 weights
 // [n][k]. Grid: (column tiles, row tiles, SPLIT). K must be a multiple of BK; each thread stages
-// X_LOADS vec4s of one row of x per chunk: two where TM · BK = 128, four for the cooperative
-// 128 × 128 tile (TM · BK = 256).
+// X_LOADS vec4s of one row of x per chunk: two where TM · BK = 128, four where it is 256 (the
+// cooperative 128 × 128 tile, and the 64 × 128 one in chunks of 64).
 //
 // The loads of chunk c + 1 are issued into registers before chunk c is multiplied, so they are
 // in flight during the FMAs; the input transform (gamma, SwiGLU gate) is applied when staging.

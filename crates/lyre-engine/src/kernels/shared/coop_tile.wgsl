@@ -9,15 +9,15 @@ enable wgpu_cooperative_matrix;
 // (gpu::GpuContext::has_coop_f16).
 //
 // A subgroup owns a block of 16 · SG_TR rows × 32 columns of C: tiles of 16, 32 and 64 rows × 64
-// hold two 16 × 16 accumulators per subgroup (SG_TR = 1 or 2), 64 × 128 (GemmTile::COOP_WIDE)
-// four, 128 × 128 (GemmTile::COOP_TALL) eight (SG_TR = 4): each 16 × 16 block of B it loads is
-// multiplied with SG_TR blocks of A.
+// and 32 × 128 (GemmTile::COOP_SHORT) hold two 16 × 16 accumulators per subgroup (SG_TR = 1 or
+// 2), 64 × 128 (GemmTile::COOP_WIDE) four, 128 × 128 (GemmTile::COOP_TALL) eight (SG_TR = 4):
+// each 16 × 16 block of B it loads is multiplied with SG_TR blocks of A.
 //
 // Tiles of up to 64 rows and K chunks of 32 stage their chunks in two buffers, chunk c in buffer
 // c % 2: a subgroup may stage chunk c + 1 while another still multiplies chunk c, so one barrier
 // per chunk (after staging) is enough, and release_chunk() has nothing to wait for. A chunk of
-// the 128-row tile, or of K 64 (GemmTile::COOP_WIDE_K64), fills both buffers' space: such a
-// tile has one buffer, and waits in release_chunk() as the register tile does.
+// the 128-row tile, or of K 64 (GemmTile::COOP_WIDE_K64 and COOP_SHORT), fills both buffers'
+// space: such a tile has one buffer, and waits in release_chunk() as the register tile does.
 //
 // After the K loop the sums go through workgroup memory in CS_PARTS parts (one per 16-row band
 // of a subgroup's block, so every subgroup stores in each part): flush_acc(part) stores a part,
