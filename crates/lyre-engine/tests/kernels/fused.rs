@@ -75,7 +75,7 @@ fn kernels(gpu: &Gpu) -> Vec<MatmulKernel> {
 
 /// (rows, k, n): odd column counts, row counts across every kernel's row tiles (4, 8, 32).
 fn shapes(kernel: MatmulKernel) -> &'static [(usize, usize, usize)] {
-    if matches!(kernel, MatmulKernel::Gemm { tile, .. } if tile.bk == 64) {
+    if chunks_of_64(kernel) {
         &[(1, 64, 5), (33, 128, 70), (130, 192, 65)]
     } else if is_coop(kernel) {
         // Past one 128-row tile, K in several chunks.

@@ -35,8 +35,7 @@ fn matmul_matches_cpu_on_odd_shapes() {
     kernels.extend(few_rows_kernels());
     kernels.extend(coop_kernels(&gpu));
     for kernel in kernels {
-        let shapes: &[(usize, usize, usize)] = if matches!(kernel, MatmulKernel::Gemm { tile, .. } if tile.bk == 64)
-        {
+        let shapes: &[(usize, usize, usize)] = if chunks_of_64(kernel) {
             // The same rows, K in chunks of 64 (up to ten).
             &[(1, 64, 1), (33, 128, 70), (70, 192, 130), (5, 256, 65), (130, 128, 140), (100, 640, 200)]
         } else if matches!(kernel, MatmulKernel::Gemm { .. }) {
@@ -86,8 +85,8 @@ fn matmul_matches_cpu_on_odd_shapes() {
                     gpu.read(&ybuf)
                 };
                 let got = product(kernel);
-                if let MatmulKernel::Gemm { tile, split } = kernel {
-                    if tile.coop && tile.bk == 64 && (k / 64) % split as usize == 0 {
+                if let MatmulKernel::Gemm { split, .. } = kernel {
+                    if chunks_of_64(kernel) && (k / 64) % split as usize == 0 {
                         // Chunks of 64 multiply the same 16-wide blocks of K in the same order
                         // as the 64 × 128 tile's chunks of 32, and where the split's parts start
                         // at the same K, the sums are the same bit for bit.

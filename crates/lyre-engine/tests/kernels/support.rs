@@ -116,6 +116,11 @@ pub fn coop_kernels(gpu: &Gpu) -> Vec<lyre_engine::kernels::select::MatmulKernel
     ]
 }
 
+/// Whether `kernel` is a GEMM whose tile takes K in chunks of 64 (K must be a multiple of 64).
+pub fn chunks_of_64(kernel: lyre_engine::kernels::select::MatmulKernel) -> bool {
+    matches!(kernel, lyre_engine::kernels::select::MatmulKernel::Gemm { tile, .. } if tile.bk == 64)
+}
+
 /// Whether `kernel` runs on cooperative matrices (its operands rounded to f16).
 pub fn is_coop(kernel: lyre_engine::kernels::select::MatmulKernel) -> bool {
     matches!(kernel, lyre_engine::kernels::select::MatmulKernel::Gemm { tile, .. } if tile.coop)
