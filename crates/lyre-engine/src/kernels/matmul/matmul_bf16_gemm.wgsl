@@ -1,8 +1,9 @@
 // y[r, n] (+)= act(bias[n] + sum_k in(x)[r, k] * w[n, k]) for ticks of many rows: the
 // register-blocked tile of gemm_tile.wgsl (BM rows × BN columns per workgroup) with bf16 weights
 // [n][k]. Grid: (column tiles, row tiles, SPLIT). K must be a multiple of BK; each thread stages
-// X_LOADS vec4s of one row of x per chunk: two where TM · BK = 128, four where it is 256 (the
-// cooperative 128 × 128 tile, and the 64 × 128 one in chunks of 64).
+// X_LOADS vec4s of x per chunk (two where TM · BK = 128, four where it is 256: the cooperative
+// 128 × 128 tile, and the 64 × 128 one in chunks of 64) and W_LOADS vec2s of weights, in the
+// order the tile's CONTIGUOUS_LOADS asks for (x_row, w_col).
 //
 // The loads of chunk c + 1 are issued into registers before chunk c is multiplied, so they are
 // in flight during the FMAs; the input transform (gamma, SwiGLU gate) is applied when staging.
@@ -19,10 +20,12 @@ override X_LOADS: u32 = BM * BK / 4u / THREADS;
 
 @group(0) @binding(7) var<storage, read_write> part: array<f32>;
 
-// The only workgroup variable besides the tile's: 1 KiB, a multiple of 16 bytes (see
-// coop_tile.wgsl; with a u32 beside it the cooperative tile's sums came back shifted by one
-// column on an H200).
+// The only workgroup variables besides the tile's: 1.5 KiB, each a multiple of 16 bytes (see
+// coop_tile.wgsl; with a u32 beside them the cooperative tile's sums came back shifted by one
+// column on an H200). row_sums holds each thread's sum of squares in turn, row_ss each tile
+// row's (RMS-normed mode).
 var<workgroup> row_sums: array<f32, 256>;
+var<workgroup> row_ss: array<f32, 128>;
 
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
@@ -32,93 +35,60 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let r0 = wid.y * BM;
     let tx = t % 16u;
     let ty = t / 16u;
-    let k4_all = p.k / 4u;
     let chunks = p.k / BK;
     let kv = BK / 4u; // vec4s of K per chunk
     let per_split = (chunks + SPLIT - 1u) / SPLIT;
     let c_begin = min(wid.z * per_split, chunks);
     let c_end = min(c_begin + per_split, chunks);
 
-    // x loader: row xr of the tile, chunk-relative vec4s xk and xk2 (pairs of threads read 32
-    // contiguous bytes of a row). Rows past the tick's last repeat it; they are not written.
-    let xr = (t / 2u) % BM;
-    let xk = 2u * (t / (2u * BM)) + t % 2u;
-    let xk2 = 2u * ((t + THREADS) / (2u * BM)) + t % 2u;
-    let xk3 = 2u * ((t + 2u * THREADS) / (2u * BM)) + t % 2u;
-    let xk4 = 2u * ((t + 3u * THREADS) / (2u * BM)) + t % 2u;
-    let xbase = row_base(min(r0 + xr, rows - 1u));
-    // w loader q: thread t + q · THREADS of the chunk's BN × BK/4 vec2s, quads of threads
-    // reading 32 contiguous bytes of a weight row.
+    // x load q of this thread: tile row x_row(t, q), chunk-relative vec4 x_k4(t, q). Rows past
+    // the tick's last repeat it; they are not written.
+    var xb: array<u32, 4>;
+    for (var q = 0u; q < 4u; q++) {
+        xb[q] = row_base(min(r0 + x_row(t, q), rows - 1u));
+    }
     var wv: array<vec2<u32>, 8>;
-    var x0 = vec4<f32>(0.0);
-    var x1 = vec4<f32>(0.0);
-    var u0 = vec4<f32>(0.0);
-    var u1 = vec4<f32>(0.0);
-    var x2 = vec4<f32>(0.0);
-    var x3 = vec4<f32>(0.0);
-    var u2 = vec4<f32>(0.0);
-    var u3 = vec4<f32>(0.0);
+    var xv: array<vec4<f32>, 4>;
+    var uv: array<vec4<f32>, 4>;
 
     clear_acc();
-    var ss = 0.0;
+    // The sums of squares of the rows this thread stages: one per x load where CONTIGUOUS_LOADS
+    // (each load a row of its own), else all in .x (one row).
+    var ss = vec4<f32>(0.0);
     var c = c_begin;
     if (c < c_end) {
         // Prologue: the first chunk's loads.
-        x0 = x[xbase + c * kv + xk];
-        x1 = x[xbase + c * kv + xk2];
-        if (INPUT == INPUT_SWIGLU) {
-            u0 = x[xbase + k4_all + c * kv + xk];
-            u1 = x[xbase + k4_all + c * kv + xk2];
-        }
-        if (X_LOADS == 4u) {
-            x2 = x[xbase + c * kv + xk3];
-            x3 = x[xbase + c * kv + xk4];
-            if (INPUT == INPUT_SWIGLU) {
-                u2 = x[xbase + k4_all + c * kv + xk3];
-                u3 = x[xbase + k4_all + c * kv + xk4];
-            }
-        }
-        for (var q = 0u; q < 8u; q++) {
-            if (q < W_LOADS) {
-                wv[q] = w[w_index(t + q * THREADS, n0, c)];
-            }
-        }
+        load_chunk(t, c, n0, &xb, &xv, &uv, &wv);
     }
     for (; c < c_end; c++) {
         // Stage chunk c from the registers.
-        ss += stage_input(c, xk, xr, x0, u0) + stage_input(c, xk2, xr, x1, u1);
-        if (X_LOADS == 4u) {
-            ss += stage_input(c, xk3, xr, x2, u2) + stage_input(c, xk4, xr, x3, u3);
+        // Where CONTIGUOUS_LOADS, every x load of a thread is at the same k: one gamma load.
+        var g = gamma4(c * kv + x_k4(t, 0u));
+        for (var q = 0u; q < 4u; q++) {
+            if (q < X_LOADS) {
+                let k4 = x_k4(t, q);
+                if (!CONTIGUOUS_LOADS && q > 0u) {
+                    g = gamma4(c * kv + k4);
+                }
+                let a = input_of(xv[q], uv[q]);
+                stage_x(c, k4, x_row(t, q), a * g);
+                if (CONTIGUOUS_LOADS) {
+                    ss[q] += sq(a);
+                } else {
+                    ss.x += sq(a);
+                }
+            }
         }
         for (var q = 0u; q < 8u; q++) {
             if (q < W_LOADS) {
                 let f = t + q * THREADS;
-                stage_w(c, 4u * (f / (4u * BN)) + f % 4u, (f / 4u) % BN, bf16x4(wv[q]));
+                stage_w(c, w_k4(f), w_col(f), bf16x4(wv[q]));
             }
         }
         workgroupBarrier();
         // Issue chunk c + 1's loads, then multiply chunk c while they are in flight.
         if (c + 1u < c_end) {
-            let next = (c + 1u) * kv;
-            x0 = x[xbase + next + xk];
-            x1 = x[xbase + next + xk2];
-            if (INPUT == INPUT_SWIGLU) {
-                u0 = x[xbase + k4_all + next + xk];
-                u1 = x[xbase + k4_all + next + xk2];
-            }
-            if (X_LOADS == 4u) {
-                x2 = x[xbase + next + xk3];
-                x3 = x[xbase + next + xk4];
-                if (INPUT == INPUT_SWIGLU) {
-                    u2 = x[xbase + k4_all + next + xk3];
-                    u3 = x[xbase + k4_all + next + xk4];
-                }
-            }
-            for (var q = 0u; q < 8u; q++) {
-                if (q < W_LOADS) {
-                    wv[q] = w[w_index(t + q * THREADS, n0, c + 1u)];
-                }
-            }
+            load_chunk(t, c + 1u, n0, &xb, &xv, &uv, &wv);
         }
         mma_chunk(c, tx, ty);
         release_chunk();
@@ -139,7 +109,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         return;
     }
     if (INPUT == INPUT_RMS) {
-        row_sums[t] = ss;
+        gather_row_sums(t, ss);
     }
     workgroupBarrier();
     for (var part = 0u; part < CS_PARTS; part++) {
@@ -148,15 +118,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             store_row(tx, ty, q, r0, n0, rows);
         }
     }
-}
-
-// Stages the loaded x vec4 `v` (with `u`, its SwiGLU gate) of tile row `xr` at chunk-relative
-// vec4 `k4` of chunk `c`, through the input transform and gamma; returns what it adds to the
-// row's sum of squares.
-fn stage_input(c: u32, k4: u32, xr: u32, v: vec4<f32>, u: vec4<f32>) -> f32 {
-    let a = input_of(v, u);
-    stage_x(c, k4, xr, a * gamma4(c * (BK / 4u) + k4));
-    return sq(a);
 }
 
 // The epilogue of block row `q` of the tile at (r0, n0), if its row is one of the tick's.
@@ -168,12 +129,7 @@ fn store_row(tx: u32, ty: u32, q: u32, r0: u32, n0: u32, rows: u32) {
     }
     var scale = 1.0;
     if (INPUT == INPUT_RMS) {
-        // Row lr was staged by threads 2 lr + 2 BM m and 2 lr + 1 + 2 BM m.
-        var q2 = 0.0;
-        for (var m = 0u; m < THREADS / (2u * BM); m++) {
-            q2 += row_sums[2u * lr + 2u * BM * m] + row_sums[2u * lr + 1u + 2u * BM * m];
-        }
-        scale = row_scale(q2);
+        scale = row_scale(row_ss[lr]);
     }
     for (var j = 0u; j < TN / 4u; j++) {
         let v = acc_at(tx, ty, q, j) * scale;
@@ -186,10 +142,105 @@ fn store_row(tx: u32, ty: u32, q: u32, r0: u32, n0: u32, rows: u32) {
     }
 }
 
-// Index (in vec2s of four bf16) of weight load f of the chunk c of the tile at column n0:
-// column (f / 4) % BN, vec2 4 (f / (4 BN)) + f % 4 of the chunk. Columns past n repeat the
-// last (never written).
+// Tile row and chunk-relative vec4 of x load q of thread t. Where the tile wants
+// CONTIGUOUS_LOADS, BK / 4 neighbouring threads read one row's chunk, so that a subgroup's load
+// covers whole rows (two rows of 256 bytes in chunks of 64), and a thread's loads are of
+// X_LOADS rows at the same k. Otherwise pairs of threads read 32 contiguous bytes of a row (a
+// subgroup's load touches 16 rows), and all of a thread's loads are of one row.
+fn x_row(t: u32, q: u32) -> u32 {
+    if (CONTIGUOUS_LOADS) {
+        return (t + q * THREADS) / (BK / 4u);
+    }
+    return (t / 2u) % BM;
+}
+
+fn x_k4(t: u32, q: u32) -> u32 {
+    if (CONTIGUOUS_LOADS) {
+        return t % (BK / 4u);
+    }
+    return 2u * ((t + q * THREADS) / (2u * BM)) + t % 2u;
+}
+
+// Tile column and chunk-relative vec2 (of four bf16) of weight load f = t + q · THREADS: where
+// CONTIGUOUS_LOADS, BK / 4 neighbouring threads read one column's chunk (a 128-byte line in
+// chunks of 64); otherwise quads of threads read 32 contiguous bytes of a column.
+fn w_col(f: u32) -> u32 {
+    if (CONTIGUOUS_LOADS) {
+        return f / (BK / 4u);
+    }
+    return (f / 4u) % BN;
+}
+
+fn w_k4(f: u32) -> u32 {
+    if (CONTIGUOUS_LOADS) {
+        return f % (BK / 4u);
+    }
+    return 4u * (f / (4u * BN)) + f % 4u;
+}
+
+// Index (in vec2s of four bf16) of weight load f of chunk c of the tile at column n0. Columns
+// past n repeat the last (never written).
 fn w_index(f: u32, n0: u32, c: u32) -> u32 {
-    let n = min(n0 + (f / 4u) % BN, p.n - 1u);
-    return n * (p.k / 4u) + c * (BK / 4u) + 4u * (f / (4u * BN)) + f % 4u;
+    let n = min(n0 + w_col(f), p.n - 1u);
+    return n * (p.k / 4u) + c * (BK / 4u) + w_k4(f);
+}
+
+// Issues chunk c's loads into registers: X_LOADS vec4s of x from the rows whose first vec4s are
+// `xb` (and as many of their SwiGLU gates), W_LOADS vec2s of weights.
+fn load_chunk(
+    t: u32,
+    c: u32,
+    n0: u32,
+    xb: ptr<function, array<u32, 4>>,
+    xv: ptr<function, array<vec4<f32>, 4>>,
+    uv: ptr<function, array<vec4<f32>, 4>>,
+    wv: ptr<function, array<vec2<u32>, 8>>,
+) {
+    for (var q = 0u; q < 4u; q++) {
+        if (q < X_LOADS) {
+            let i = (*xb)[q] + c * (BK / 4u) + x_k4(t, q);
+            (*xv)[q] = x[i];
+            if (INPUT == INPUT_SWIGLU) {
+                (*uv)[q] = x[i + p.k / 4u];
+            }
+        }
+    }
+    for (var q = 0u; q < 8u; q++) {
+        if (q < W_LOADS) {
+            (*wv)[q] = w[w_index(t + q * THREADS, n0, c)];
+        }
+    }
+}
+
+// Each tile row's sum of squares into row_ss, from the threads' sums `ss` (see main). Every
+// thread calls it, in uniform control flow, after the K loop.
+fn gather_row_sums(t: u32, ss: vec4<f32>) {
+    if (CONTIGUOUS_LOADS) {
+        // Load q's rows are q · per_load .. (q + 1) · per_load - 1, each read by BK / 4
+        // neighbouring threads.
+        let per_load = THREADS / (BK / 4u);
+        for (var q = 0u; q < X_LOADS; q++) {
+            row_sums[t] = ss[q];
+            workgroupBarrier();
+            if (t < per_load) {
+                var s = 0.0;
+                for (var j = 0u; j < BK / 4u; j++) {
+                    s += row_sums[t * (BK / 4u) + j];
+                }
+                row_ss[q * per_load + t] = s;
+            }
+            workgroupBarrier();
+        }
+        return;
+    }
+    // Row r was staged by threads 2 r + 2 BM m and 2 r + 1 + 2 BM m.
+    row_sums[t] = ss.x;
+    workgroupBarrier();
+    if (t < BM) {
+        var s = 0.0;
+        for (var m = 0u; m < THREADS / (2u * BM); m++) {
+            s += row_sums[2u * t + 2u * BM * m] + row_sums[2u * t + 1u + 2u * BM * m];
+        }
+        row_ss[t] = s;
+    }
 }
