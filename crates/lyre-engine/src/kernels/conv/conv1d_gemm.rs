@@ -22,6 +22,7 @@ pub const SOURCE: KernelSource = KernelSource {
         include_str!("conv1d_weights_f32.wgsl"),
         include_str!("conv1d_gemm_stage_f32.wgsl"),
         include_str!("../shared/gemm_tile.wgsl"),
+        include_str!("../shared/tile_loads.wgsl"),
         include_str!("../shared/tile_partials.wgsl"),
         include_str!("conv1d_gemm_common.wgsl"),
         include_str!("conv1d_gemm.wgsl")
@@ -35,6 +36,7 @@ pub const SOURCE_COOP: KernelSource = KernelSource {
     name: "conv1d_gemm_coop",
     wgsl: concat!(
         include_str!("../shared/coop_tile.wgsl"),
+        include_str!("../shared/tile_loads.wgsl"),
         include_str!("../shared/tile_partials.wgsl"),
         include_str!("../shared/seq_view.wgsl"),
         include_str!("../shared/snake_beta.wgsl"),

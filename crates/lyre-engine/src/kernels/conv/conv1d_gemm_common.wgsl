@@ -6,8 +6,8 @@
 // the input channels in chunks of BK (BK / 4 groups of 4), and the next chunk's loads are in
 // flight while the current one is multiplied. The tiles run over the step's rows of all
 // sessions as one sequence (`y_rows` = BM rows per workgroup, grid y). Each thread stages
-// X_LOADS vec4s of one row of x per chunk: two where TM · BK = 128, four on the cooperative
-// 128 × 128 tile. The weights are WeightVecs (f32, or f16 on
+// X_LOADS vec4s of x per chunk (two where TM · BK = 128, four on the cooperative 128 × 128
+// tile), in the order of tile_loads.wgsl. The weights are WeightVecs (f32, or f16 on
 // cooperative matrices), loaded and staged as they are.
 
 // Weight loads (vec4 of four input channels) per thread per chunk (at most 8).
@@ -33,15 +33,15 @@ fn accumulate_conv(li: u32, wid: vec3<u32>, ns: u32, k_part: u32, k_parts: u32) 
     let ty = li / 16u;
     let col0 = wid.x * BN;
     let kv = BK / 4u; // channel groups per chunk
-    // x loader: tile row xr, chunk-relative channel groups xk and xk2. A row past the step's
-    // rows stages the tile's first row (always valid) and is never written.
-    let xr = (li / 2u) % BM;
-    let xk = 2u * (li / (2u * BM)) + li % 2u;
-    let xk2 = 2u * ((li + THREADS) / (2u * BM)) + li % 2u;
-    let r = tile_row(wid, xr, ns);
-    let flat = select(tile_row(wid, 0u, ns).x, r.x, r.y != 0u);
-    let xs_s = flat / p.rows_in;
-    let xs_t = flat % p.rows_in;
+    // x loads: load q of this thread is of tile row x_row(li, q), chunk-relative channel group
+    // x_k4(li, q) (tile_loads.wgsl). A row past the step's rows stages the tile's first row
+    // (always valid) and is never written.
+    let first = tile_row(wid, 0u, ns).x;
+    var flats = vec4<u32>(first);
+    for (var q = 0u; q < X_LOADS; q++) {
+        let r = tile_row(wid, x_row(li, q), ns);
+        flats[q] = select(first, r.x, r.y != 0u);
+    }
     let groups_per_tap = (p.cin4 + kv - 1u) / kv;
     let chunks = p.taps * groups_per_tap;
     let per_part = (chunks + k_parts - 1u) / k_parts;
@@ -49,13 +49,14 @@ fn accumulate_conv(li: u32, wid: vec3<u32>, ns: u32, k_part: u32, k_parts: u32) 
     let c_end = min(c_begin + per_part, chunks);
 
     clear_acc();
-    var at = ConvLoader(xs_s, xs_t, xk, xk2, li, col0, groups_per_tap, 0u, tap_base(xs_s, xs_t, 0u));
+    var at = ConvLoader(flats / p.rows_in, flats % p.rows_in, li, col0, groups_per_tap, 0u, vec4<u32>(0u));
+    set_tap(&at, 0u);
     var regs = ConvRegs();
     if (c_begin < c_end) {
         regs = load_conv_chunk(&at, c_begin);
     }
     for (var j = c_begin; j < c_end; j++) {
-        stage_conv_chunk(at, xr, j, regs);
+        stage_conv_chunk(at, j, regs);
         workgroupBarrier();
         // Issue the next chunk's loads; they complete while chunk j is multiplied.
         if (j + 1u < c_end) {
@@ -91,29 +92,31 @@ fn store_row(tx: u32, ty: u32, q: u32, col0: u32, flat: u32) {
     }
 }
 
-// Where one thread's loads of a chunk come from: its x row (session s, row t) and chunk-relative
-// channel groups xk and xk2, its thread index and the tile's first column, and the tap whose
-// input row it last looked up (row views cost modulos: the lookup is redone only when the tap
-// changes).
+// Where one thread's loads of a chunk come from: the (session, row) of each of its X_LOADS x
+// rows, its thread index and the tile's first column, and the tap whose input rows it last
+// looked up with their first vec4s (row views cost modulos: the lookups are redone only when
+// the tap changes).
 struct ConvLoader {
-    s: u32,
-    t: u32,
-    xk: u32,
-    xk2: u32,
+    s: vec4<u32>,
+    t: vec4<u32>,
     li: u32,
     col0: u32,
     groups_per_tap: u32,
     tap: u32,
-    xb: u32,
+    xb: vec4<u32>,
 }
 
 // One thread's loads of one chunk: X_LOADS vec4s of x and W_LOADS weight vectors.
 struct ConvRegs {
-    x0: vec4<f32>,
-    x1: vec4<f32>,
-    x2: vec4<f32>,
-    x3: vec4<f32>,
+    x: array<vec4<f32>, 4>,
     w: array<WeightVec, 8>,
+}
+
+fn set_tap(at: ptr<function, ConvLoader>, m: u32) {
+    (*at).tap = m;
+    for (var q = 0u; q < X_LOADS; q++) {
+        (*at).xb[q] = tap_base((*at).s[q], (*at).t[q], m);
+    }
 }
 
 fn load_conv_chunk(at: ptr<function, ConvLoader>, j: u32) -> ConvRegs {
@@ -121,20 +124,13 @@ fn load_conv_chunk(at: ptr<function, ConvLoader>, j: u32) -> ConvRegs {
     let m = j / (*at).groups_per_tap;
     let c0 = (j % (*at).groups_per_tap) * (BK / 4u);
     if (m != (*at).tap) {
-        (*at).tap = m;
-        (*at).xb = tap_base((*at).s, (*at).t, m);
+        set_tap(at, m);
     }
-    let xb = (*at).xb;
-    let ca = c0 + (*at).xk;
-    let cb = c0 + (*at).xk2;
-    r.x0 = select(vec4<f32>(0.0), x[xb + min(ca, p.cin4 - 1u)], ca < p.cin4);
-    r.x1 = select(vec4<f32>(0.0), x[xb + min(cb, p.cin4 - 1u)], cb < p.cin4);
-    if (X_LOADS == 4u) {
-        // The 128-row tile's other two vec4s of the row, four groups on.
-        let cc = ca + 4u;
-        let cd = cb + 4u;
-        r.x2 = select(vec4<f32>(0.0), x[xb + min(cc, p.cin4 - 1u)], cc < p.cin4);
-        r.x3 = select(vec4<f32>(0.0), x[xb + min(cd, p.cin4 - 1u)], cd < p.cin4);
+    for (var q = 0u; q < 4u; q++) {
+        if (q < X_LOADS) {
+            let cg = c0 + x_k4((*at).li, q);
+            r.x[q] = select(vec4<f32>(0.0), x[(*at).xb[q] + min(cg, p.cin4 - 1u)], cg < p.cin4);
+        }
     }
     for (var q = 0u; q < 8u; q++) {
         if (q < W_LOADS) {
@@ -149,12 +145,11 @@ fn load_conv_chunk(at: ptr<function, ConvLoader>, j: u32) -> ConvRegs {
 }
 
 // Stages chunk j from the registers.
-fn stage_conv_chunk(at: ConvLoader, xr: u32, j: u32, r: ConvRegs) {
-    stage_x(j, at.xk, xr, r.x0);
-    stage_x(j, at.xk2, xr, r.x1);
-    if (X_LOADS == 4u) {
-        stage_x(j, at.xk + 4u, xr, r.x2);
-        stage_x(j, at.xk2 + 4u, xr, r.x3);
+fn stage_conv_chunk(at: ConvLoader, j: u32, r: ConvRegs) {
+    for (var q = 0u; q < 4u; q++) {
+        if (q < X_LOADS) {
+            stage_x(j, x_k4(at.li, q), x_row(at.li, q), r.x[q]);
+        }
     }
     for (var q = 0u; q < 8u; q++) {
         if (q < W_LOADS) {

@@ -21,6 +21,7 @@ pub const SOURCE: KernelSource = KernelSource {
         include_str!("conv1d_weights_f32.wgsl"),
         include_str!("conv1d_gemm_stage_f32.wgsl"),
         include_str!("../shared/gemm_tile.wgsl"),
+        include_str!("../shared/tile_loads.wgsl"),
         include_str!("conv1d_gemm_common.wgsl"),
         include_str!("conv1d_unit.wgsl")
     ),
@@ -31,6 +32,7 @@ pub const SOURCE_COOP: KernelSource = KernelSource {
     name: "conv1d_unit_coop",
     wgsl: concat!(
         include_str!("../shared/coop_tile.wgsl"),
+        include_str!("../shared/tile_loads.wgsl"),
         include_str!("../shared/seq_view.wgsl"),
         include_str!("../shared/snake_beta.wgsl"),
         include_str!("conv1d_common.wgsl"),

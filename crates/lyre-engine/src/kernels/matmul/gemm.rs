@@ -18,6 +18,7 @@ pub const SOURCE: KernelSource = KernelSource {
         include_str!("matmul_common.wgsl"),
         include_str!("matmul_weights4.wgsl"),
         include_str!("../shared/gemm_tile.wgsl"),
+        include_str!("../shared/tile_loads.wgsl"),
         include_str!("../shared/tile_partials.wgsl"),
         include_str!("matmul_bf16_gemm.wgsl")
     ),
@@ -27,6 +28,7 @@ pub const SOURCE_COOP: KernelSource = KernelSource {
     name: "matmul_bf16_gemm_coop",
     wgsl: concat!(
         include_str!("../shared/coop_tile.wgsl"),
+        include_str!("../shared/tile_loads.wgsl"),
         include_str!("../shared/tile_partials.wgsl"),
         include_str!("../shared/bf16.wgsl"),
         include_str!("matmul_common.wgsl"),

@@ -142,25 +142,6 @@ fn store_row(tx: u32, ty: u32, q: u32, r0: u32, n0: u32, rows: u32) {
     }
 }
 
-// Tile row and chunk-relative vec4 of x load q of thread t. Where the tile wants
-// CONTIGUOUS_LOADS, BK / 4 neighbouring threads read one row's chunk, so that a subgroup's load
-// covers whole rows (two rows of 256 bytes in chunks of 64), and a thread's loads are of
-// X_LOADS rows at the same k. Otherwise pairs of threads read 32 contiguous bytes of a row (a
-// subgroup's load touches 16 rows), and all of a thread's loads are of one row.
-fn x_row(t: u32, q: u32) -> u32 {
-    if (CONTIGUOUS_LOADS) {
-        return (t + q * THREADS) / (BK / 4u);
-    }
-    return (t / 2u) % BM;
-}
-
-fn x_k4(t: u32, q: u32) -> u32 {
-    if (CONTIGUOUS_LOADS) {
-        return t % (BK / 4u);
-    }
-    return 2u * ((t + q * THREADS) / (2u * BM)) + t % 2u;
-}
-
 // Tile column and chunk-relative vec2 (of four bf16) of weight load f = t + q · THREADS: where
 // CONTIGUOUS_LOADS, BK / 4 neighbouring threads read one column's chunk (a 128-byte line in
 // chunks of 64); otherwise quads of threads read 32 contiguous bytes of a column.
