@@ -47,9 +47,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var q = 0u; q < 4u; q++) {
         xb[q] = row_base(min(r0 + x_row(t, q), rows - 1u));
     }
-    var wv: array<vec2<u32>, 8>;
-    var xv: array<vec4<f32>, 4>;
-    var uv: array<vec4<f32>, 4>;
+    var regs = GemmRegs();
 
     clear_acc();
     // The sums of squares of the rows this thread stages: one per x load where CONTIGUOUS_LOADS
@@ -58,7 +56,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var c = c_begin;
     if (c < c_end) {
         // Prologue: the first chunk's loads.
-        load_chunk(t, c, n0, &xb, &xv, &uv, &wv);
+        regs = load_chunk(t, c, n0, xb);
     }
     for (; c < c_end; c++) {
         // Stage chunk c from the registers.
@@ -70,7 +68,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 if (!CONTIGUOUS_LOADS && q > 0u) {
                     g = gamma4(c * kv + k4);
                 }
-                let a = input_of(xv[q], uv[q]);
+                let a = input_of(regs.x[q], regs.u[q]);
                 stage_x(c, k4, x_row(t, q), a * g);
                 if (CONTIGUOUS_LOADS) {
                     ss[q] += sq(a);
@@ -82,13 +80,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var q = 0u; q < 8u; q++) {
             if (q < W_LOADS) {
                 let f = t + q * THREADS;
-                stage_w(c, w_k4(f), w_col(f), bf16x4(wv[q]));
+                stage_w(c, w_k4(f), w_col(f), bf16x4(regs.w[q]));
             }
         }
         workgroupBarrier();
         // Issue chunk c + 1's loads, then multiply chunk c while they are in flight.
         if (c + 1u < c_end) {
-            load_chunk(t, c + 1u, n0, &xb, &xv, &uv, &wv);
+            regs = load_chunk(t, c + 1u, n0, xb);
         }
         mma_chunk(c, tx, ty);
         release_chunk();
@@ -166,31 +164,32 @@ fn w_index(f: u32, n0: u32, c: u32) -> u32 {
     return n * (p.k / 4u) + c * (BK / 4u) + w_k4(f);
 }
 
-// Issues chunk c's loads into registers: X_LOADS vec4s of x from the rows whose first vec4s are
-// `xb` (and as many of their SwiGLU gates), W_LOADS vec2s of weights.
-fn load_chunk(
-    t: u32,
-    c: u32,
-    n0: u32,
-    xb: ptr<function, array<u32, 4>>,
-    xv: ptr<function, array<vec4<f32>, 4>>,
-    uv: ptr<function, array<vec4<f32>, 4>>,
-    wv: ptr<function, array<vec2<u32>, 8>>,
-) {
+// One thread's loads of one chunk: X_LOADS vec4s of x (and as many of their SwiGLU gates),
+// W_LOADS vec2s of weights.
+struct GemmRegs {
+    x: array<vec4<f32>, 4>,
+    u: array<vec4<f32>, 4>,
+    w: array<vec2<u32>, 8>,
+}
+
+// Chunk c's loads of thread t, x from the rows whose first vec4s are `xb`.
+fn load_chunk(t: u32, c: u32, n0: u32, xb: array<u32, 4>) -> GemmRegs {
+    var r = GemmRegs();
     for (var q = 0u; q < 4u; q++) {
         if (q < X_LOADS) {
-            let i = (*xb)[q] + c * (BK / 4u) + x_k4(t, q);
-            (*xv)[q] = x[i];
+            let i = xb[q] + c * (BK / 4u) + x_k4(t, q);
+            r.x[q] = x[i];
             if (INPUT == INPUT_SWIGLU) {
-                (*uv)[q] = x[i + p.k / 4u];
+                r.u[q] = x[i + p.k / 4u];
             }
         }
     }
     for (var q = 0u; q < 8u; q++) {
         if (q < W_LOADS) {
-            (*wv)[q] = w[w_index(t + q * THREADS, n0, c)];
+            r.w[q] = w[w_index(t + q * THREADS, n0, c)];
         }
     }
+    return r;
 }
 
 // Each tile row's sum of squares into row_ss, from the threads' sums `ss` (see main). Every
