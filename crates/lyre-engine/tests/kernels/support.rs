@@ -89,6 +89,9 @@ pub fn gemm_kernels() -> Vec<lyre_engine::kernels::select::MatmulKernel> {
         Gemm { tile: GemmTile::ROWS_16, split: 4 },
         Gemm { tile: GemmTile::ROWS_128, split: 2 },
         Gemm { tile: GemmTile::ROWS_128_WIDE, split: 1 },
+        // The cooperative tiles' load order, on registers.
+        Gemm { tile: GemmTile::ROWS_64.with_contiguous_loads(), split: 3 },
+        Gemm { tile: GemmTile::ROWS_128.with_contiguous_loads(), split: 1 },
     ]
 }
 

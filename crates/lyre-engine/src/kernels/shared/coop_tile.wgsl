@@ -48,7 +48,7 @@ const WS_BUFFER: u32 = 1280u;
 // The loaders' order (matmul_bf16_gemm.wgsl's x_row): neighbouring threads load neighbouring
 // vec4s of a row or column, which stage_x and stage_w store side by side, so that a subgroup's
 // loads cover whole rows of the chunk.
-const CONTIGUOUS_LOADS: bool = true;
+override CONTIGUOUS_LOADS: bool = true;
 
 // Two buffers of at most 64 rows × (32 + 8) f16 and 128 columns × (32 + 8) (or one of 128 rows
 // and one of 128 columns), and a part of C of 4096 f32 (32 rows × 128 or 64 × 64): 46 KiB, so a kernel may add at most 2 KiB of its own to

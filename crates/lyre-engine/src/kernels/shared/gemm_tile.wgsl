@@ -27,9 +27,10 @@ override BM: u32 = WGY * TM;
 override BN: u32 = 16u * TN;
 override THREADS: u32 = 16u * WGY;
 const CS_PARTS: u32 = 1u;
-// The loaders' order (matmul_bf16_gemm.wgsl's x_row): threads that load neighbouring vec4s of a
-// row would store to the same banks here (stage_x transposes), so each thread loads one row.
-const CONTIGUOUS_LOADS: bool = false;
+// The loaders' order (tile_loads.wgsl): threads that load neighbouring vec4s of a row store to
+// the same banks here (stage_x transposes), so each thread loads one row; the contiguous order
+// is here for tests on adapters without cooperative matrices (GemmTile::contiguous_loads).
+override CONTIGUOUS_LOADS: bool = false;
 
 var<workgroup> gemm_xs: array<vec4<f32>, 544>; // [BK][xs_row()], four rows per vec4
 var<workgroup> gemm_ws: array<vec4<f32>, 544>; // [BK][ws_row()], four columns per vec4

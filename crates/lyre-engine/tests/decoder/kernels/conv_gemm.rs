@@ -15,13 +15,14 @@ use lyre_engine::EngineTuning;
 use super::conv::{dilated_conv_case, linear_case, transposed_conv_case, Kernel};
 use super::{randn, rng, Gpu};
 
-/// Every tile, and on an adapter with cooperative matrices every tile that has a cooperative form
-/// ([`Gpu::coop_or_required`]).
+/// Every tile, two of them also loading in the cooperative tiles' order, and on an adapter with
+/// cooperative matrices every tile that has a cooperative form ([`Gpu::coop_or_required`]).
 pub(super) fn tiles() -> Vec<GemmTile> {
     let coop = Gpu::new().coop_or_required();
     let on_coop =
         GemmTile::ALL.iter().filter_map(|t| t.on_coop()).chain([GemmTile::COOP_WIDE, GemmTile::COOP_TALL]);
-    GemmTile::ALL.into_iter().chain(on_coop.filter(|_| coop)).collect()
+    let contiguous = [GemmTile::ROWS_32, GemmTile::ROWS_128_WIDE].map(GemmTile::with_contiguous_loads);
+    GemmTile::ALL.into_iter().chain(contiguous).chain(on_coop.filter(|_| coop)).collect()
 }
 
 #[test]

@@ -27,7 +27,7 @@ enum Build {
 
 /// The tiles whose columns hold up to 128 channels.
 fn wide_tiles() -> Vec<GemmTile> {
-    let mut tiles = vec![GemmTile::ROWS_128_WIDE];
+    let mut tiles = vec![GemmTile::ROWS_128_WIDE, GemmTile::ROWS_128_WIDE.with_contiguous_loads()];
     if Gpu::new().coop_or_required() {
         tiles.push(GemmTile::COOP_WIDE);
         tiles.push(GemmTile::COOP_TALL);
