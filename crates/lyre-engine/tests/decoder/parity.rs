@@ -61,6 +61,8 @@ fn every_stage_matches_the_reference_with_each_residual_unit_fused() {
         ("conv_gemm_min_tiles", "0"),
         ("conv_gemm_max_split", "1"),
         ("conv_narrow", "off"),
+        // On cooperative matrices the 128 × 128 tile's level is the last from this many sessions.
+        ("conv_tall_min_sessions", "1"),
     ] {
         tuning.set(key, value).unwrap();
     }
