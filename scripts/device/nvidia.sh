@@ -26,10 +26,10 @@
 #   nvidia.sh ab        .dev/lyre against every .dev/lyre-NAME (other builds, put there by hand),
 #                       AB_ROUNDS (2) times each in turn, at AB_BATCHES, on AB_MODELS (0.6b);
 #                       AB_ARGS adds `lyre bench` arguments
-# Every mode ends by writing $OUT/latest.json (scripts/device/latest.py) from what it measured,
-# and everything else lands in $OUT/results.tgz, saved after each step (a second invocation in
-# the same call, which starts an empty work folder, saves results-2.tgz, and so on: each keeps
-# its own files). The files themselves are
+# Every mode ends by writing $OUT/latest.json (scripts/device/latest.py) from what it measured
+# (a second invocation in the same call starts from the first one's), and everything else lands
+# in $OUT/results.tgz, saved after each step (a second invocation in the same call, which starts
+# an empty work folder, saves results-2.tgz, and so on: each keeps its own files). The files themselves are
 # written in a work folder: the device tool brings back only a few files from $OUT, so a run cut
 # off by its time limit must not leave dozens there.
 # Several modes run in order in one call: `nvidia.sh engine peers`. Pass LYRE_COMMIT (the commit
@@ -64,8 +64,13 @@ fi
 export LYRE_MODEL_ALLOW_CPU_ADAPTER=0 RUST_LOG=warn PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu,memory.used --format=csv > "$OUT/gpu.txt" 2>&1
 log() { echo "[$(date +%T)] $*"; }
-# Earlier figures of the same card stay in latest.json unless this run measures them again.
-[ -e "$OUT/latest.json" ] || cp docs/bench/latest.json "$OUT/" 2>/dev/null
+# Earlier figures of the same card stay in latest.json unless this run measures them again; an
+# earlier invocation in the same call has the newest.
+if [ -e "$DEST/latest.json" ]; then
+  cp "$DEST/latest.json" "$OUT/"
+else
+  cp docs/bench/latest.json "$OUT/" 2>/dev/null
+fi
 
 model() { # model NAME DIR
   [ -e "$2/model.safetensors" ] && return
