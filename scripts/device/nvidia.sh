@@ -26,12 +26,12 @@
 #   nvidia.sh ab        .dev/lyre against every .dev/lyre-NAME (other builds, put there by hand),
 #                       AB_ROUNDS (2) times each in turn, at AB_BATCHES, on AB_MODELS (0.6b);
 #                       AB_ARGS adds `lyre bench` arguments
-# Every mode ends by writing $OUT/latest.json (scripts/device/latest.py) from what it measured
-# (a second invocation in the same call starts from the first one's), and everything else lands
-# in $OUT/results.tgz, saved after each step (a second invocation in the same call, which starts
-# an empty work folder, saves results-2.tgz, and so on: each keeps its own files). The files themselves are
-# written in a work folder: the device tool brings back only a few files from $OUT, so a run cut
-# off by its time limit must not leave dozens there.
+# Every mode ends by writing $OUT/latest.json (scripts/device/latest.py) from what it measured,
+# and everything else lands in $OUT/results.tgz, saved after each step. A second invocation in
+# the same call starts latest.json from the first one's and saves its files as results-2.tgz (a
+# third results-3.tgz, and so on). The files themselves are written in a work folder: the
+# device tool brings back only a few files from $OUT, so a run cut off by its time limit must
+# not leave dozens there.
 # Several modes run in order in one call: `nvidia.sh engine peers`. Pass LYRE_COMMIT (the commit
 # the carried build is from, taken here): the GPU host's copy of the checkout may carry an older
 # HEAD than the working tree it was sent, and latest.json records the commit.

@@ -257,7 +257,6 @@ mod tests {
         assert_eq!(plan.at(33), MatmulKernel::Gemm { tile: GemmTile::COOP_WIDE_K64, split: 4 });
         // o (1024 columns, never the few-rows kernel's): from the GEMM's 6 rows, on the tiles
         // of 9 and of 33 rows.
-        let o = gpu.matmul_plan(1024, 2048, false, gpu.partials_bytes());
         assert!(matches!(o.at(5), MatmulKernel::Matvec { .. }), "{o:?}");
         assert_eq!((o.at(6), o.at(17)), (o.at(9), o.at(33)), "{o:?}");
         // Below coop_wide_min_rows the levels keep their own tiles: on registers below

@@ -45,7 +45,7 @@ override STAGE_BUFFERS: u32 = select(2u, 1u, BM > 64u || BK > 32u);
 // 72), and 128 columns × 40 (with one buffer 128 × 72 fills both buffers' space).
 override XS_BUFFER: u32 = 1280u / STAGE_BUFFERS;
 const WS_BUFFER: u32 = 1280u;
-// The loaders' order (matmul_bf16_gemm.wgsl's x_row): neighbouring threads load neighbouring
+// The loaders' order (tile_loads.wgsl): neighbouring threads load neighbouring
 // vec4s of a row or column, which stage_x and stage_w store side by side, so that a subgroup's
 // loads cover whole rows of the chunk.
 override CONTIGUOUS_LOADS: bool = true;
