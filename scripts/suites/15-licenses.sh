@@ -3,10 +3,10 @@
 # LAME and libsoxr's bindings (the only LGPL code) and then answers mp3 with a 400 naming the
 # field; every crate's licence is allowed by deny.toml (scripts/licenses.py, over `cargo
 # metadata`), and the build without default features passes without deny.toml's LGPL
-# exceptions; the licence texts the image ships can be made. About a minute: the build without default
-# features shares every dependency's build with the default one (bytemuck's features are named
-# for both in Cargo.toml; the lint runs over the workspace, whose dev-dependencies turn on
-# naga's other outputs), so only the engine and the server compile again.
+# exceptions; the licence texts the image ships can be made. About 1.5 minutes in CI: the build
+# without default features shares every dependency's build with the default one (bytemuck's
+# features are named for both in Cargo.toml; the lint runs over the workspace, whose
+# dev-dependencies turn on naga's other outputs), so only the engine and the server compile again.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -38,6 +38,6 @@ for needle in "GNU LESSER GENERAL PUBLIC LICENSE" "opus-pure 0.2.2" "libsoxr-sys
 done
 rm -f "$out"
 
-echo "-- the server without default features (no LGPL code): lint-clean, and mp3 is a 400 naming the field"
+echo "-- the workspace without default features (no LGPL code): lint-clean, and mp3 is a 400 naming the field"
 cargo clippy --locked --workspace --no-default-features --all-targets -- -D warnings
 cargo test --locked -p lyre-server --no-default-features --lib -- audio:: http::openai::
